@@ -1,0 +1,89 @@
+// arena_resource: a chunked bump arena as a std::pmr::memory_resource.
+//
+// Allocation bumps a pointer inside the current chunk (inline, no lock, no
+// atomic). When a request does not fit, a new chunk is taken from upstream
+// (the slow path) and reported through the grow hook; deallocate is a no-op;
+// release() and the destructor give every chunk back, each reported too.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory_resource>
+#include <string_view>
+
+#include "arenastat/account.hpp"
+#include "arenastat/grow_hook.hpp"
+#include "arenastat/tags.hpp"
+
+namespace arenastat {
+
+// Growth policy as data. Chunk sizes are what is taken from upstream,
+// header included: initial, initial*factor, ... capped at max_chunk.
+struct arena_options {
+  std::size_t initial_chunk = 4096;
+  double growth_factor = 2.0;
+  std::size_t max_chunk = std::size_t{1} << 20;
+  std::string_view account = {};   // charge this account too ("" = none)
+  grow_hook* hook = nullptr;       // nullptr: tracking_hook()
+};
+
+class arena_resource final : public std::pmr::memory_resource {
+ public:
+  // Bytes of bookkeeping at the start of every chunk.
+  static constexpr std::size_t chunk_header_size = 48;
+  static constexpr std::size_t chunk_alignment = alignof(std::max_align_t);
+
+  // Throws std::invalid_argument naming the field for a bad tag or policy.
+  explicit arena_resource(std::string_view tag,
+                          std::pmr::memory_resource* upstream = std::pmr::get_default_resource());
+  arena_resource(std::string_view tag, const arena_options& options,
+                 std::pmr::memory_resource* upstream = std::pmr::get_default_resource());
+  ~arena_resource() override { release(); }
+  arena_resource(const arena_resource&) = delete;
+  arena_resource& operator=(const arena_resource&) = delete;
+
+  // Gives every chunk back upstream; the next chunk has the initial size again.
+  void release() noexcept;
+
+  std::size_t bytes_reserved() const noexcept { return reserved_; }    // chunks held
+  std::size_t bytes_requested() const noexcept { return requested_; }  // asked of allocate
+  std::size_t chunk_count() const noexcept { return chunks_; }
+  std::size_t next_chunk_size() const noexcept { return next_size_; }
+  tag_id tag() const noexcept { return tag_; }
+  std::pmr::memory_resource* upstream() const noexcept { return upstream_; }
+
+ protected:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    const auto cur = reinterpret_cast<std::uintptr_t>(cur_);
+    const std::uintptr_t p = (cur + alignment - 1) & ~(std::uintptr_t{alignment} - 1);
+    if (p + bytes <= reinterpret_cast<std::uintptr_t>(end_) && p >= cur) [[likely]] {
+      cur_ = reinterpret_cast<char*>(p + bytes);
+      requested_ += bytes;
+      return reinterpret_cast<void*>(p);
+    }
+    return allocate_slow(bytes, alignment);
+  }
+  void do_deallocate(void*, std::size_t, std::size_t) noexcept override {}
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+ private:
+  struct chunk;
+  void* allocate_slow(std::size_t bytes, std::size_t alignment);
+  chunk* take_chunk(std::size_t size);
+
+  char* cur_ = nullptr;
+  char* end_ = nullptr;
+  std::size_t requested_ = 0;
+  std::size_t reserved_ = 0;
+  std::size_t chunks_ = 0;
+  std::size_t next_size_;
+  chunk* head_ = nullptr;
+  std::pmr::memory_resource* upstream_;
+  grow_hook* hook_;
+  account* account_ = nullptr;
+  arena_options policy_;
+  tag_id tag_;
+};
+
+}  // namespace arenastat

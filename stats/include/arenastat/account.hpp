@@ -1,0 +1,157 @@
+// Accounts: long-lived components (a cache, a parser) keyed by name.
+//
+// An account keeps live bytes, the exact peak, totals allocated, allocation
+// and free counts, and live bytes per tag with the breakdown at the peak.
+// Accounts are eternal: account::get(name) returns the same object for the
+// whole life of the process, including static destruction.
+//
+// Hot path: each thread updates a slot of its own (plain relaxed stores, no
+// read-modify-write, no shared cache line written); readers sum the slots.
+// A thread publishes its net change to the shared live counter only when it
+// passes +-flush_threshold, so the peak seen across threads may lag the true
+// peak by at most flush_threshold bytes per other thread; with one thread the
+// peak is exact. Totals are exact whenever the threads are at rest.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "arenastat/context.hpp"
+#include "arenastat/tags.hpp"
+
+namespace arenastat {
+
+namespace detail {
+
+// One thread's share of one account. Written only by its owning thread.
+struct alignas(64) account_slot {
+  std::atomic<std::int64_t> live{0};
+  std::atomic<std::uint64_t> allocated{0};
+  std::atomic<std::uint64_t> allocations{0};
+  std::atomic<std::uint64_t> frees{0};
+  std::int64_t unflushed = 0;            // owner only: net not yet in shared_live
+  std::uint64_t tags_seen = 0;           // owner only: bit per tag used
+  std::atomic<std::int64_t> live_by_tag[max_tags] = {};
+  std::atomic<bool> in_use{false};
+  account_slot* next = nullptr;          // account's list, guarded by its mutex
+};
+
+// Per-thread table: account id -> this thread's slot.
+struct thread_slots {
+  account_slot** data = nullptr;
+  std::uint32_t size = 0;
+  bool dead = false;  // thread-local teardown ran: fall back to the shared slot
+};
+inline thread_local constinit thread_slots tls_slots{};
+
+}  // namespace detail
+
+struct tag_bytes {
+  std::string tag;
+  std::int64_t bytes = 0;
+  bool operator==(const tag_bytes&) const = default;
+};
+
+// A consistent read of one account.
+struct account_totals {
+  std::int64_t live_bytes = 0;
+  std::uint64_t peak_bytes = 0;
+  std::uint64_t allocated_bytes = 0;
+  std::uint64_t allocations = 0;
+  std::uint64_t frees = 0;
+  std::vector<tag_bytes> live_by_tag;  // tags with non-zero live bytes
+  std::vector<tag_bytes> at_peak;      // breakdown at the moment of the peak
+};
+
+class account {
+ public:
+  // Net bytes a thread may hold back from the shared counter (the peak's lag bound).
+  static constexpr std::int64_t flush_threshold = 64 * 1024;
+
+  // The account named `name`, created on first use. Thread-safe; never destroyed.
+  // Throws std::invalid_argument for an empty name.
+  static account& get(std::string_view name);
+
+  std::string_view name() const noexcept { return name_; }
+  std::uint32_t id() const noexcept { return id_; }
+
+  // Hot path: record an allocation / free of `bytes` with `tag` on this thread.
+  void on_allocate(std::size_t bytes, tag_id tag) noexcept {
+    detail::account_slot& s = local_slot();
+    const auto n = static_cast<std::int64_t>(bytes);
+    s.live.store(s.live.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    s.allocated.store(s.allocated.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+    s.allocations.store(s.allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    auto& t = s.live_by_tag[tag];
+    t.store(t.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    if (!(s.tags_seen & (std::uint64_t{1} << tag))) [[unlikely]] first_use_of_tag(s, tag);
+    s.unflushed += n;
+    if (s.unflushed > flush_threshold) [[unlikely]] flush(s);
+    const std::int64_t estimate = shared_live_.load(std::memory_order_relaxed) + s.unflushed;
+    if (estimate > peak_.load(std::memory_order_relaxed)) [[unlikely]] raise_peak(estimate);
+  }
+
+  void on_deallocate(std::size_t bytes, tag_id tag) noexcept {
+    detail::account_slot& s = local_slot();
+    const auto n = static_cast<std::int64_t>(bytes);
+    s.live.store(s.live.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+    s.frees.store(s.frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    auto& t = s.live_by_tag[tag];
+    t.store(t.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+    s.unflushed -= n;
+    if (s.unflushed < -flush_threshold) [[unlikely]] flush(s);
+  }
+
+  // Sums every thread's slot. Exact when the threads feeding it are at rest.
+  account_totals totals() const;
+  std::int64_t live_bytes() const noexcept;
+  std::uint64_t peak_bytes() const noexcept { return static_cast<std::uint64_t>(peak_.load(std::memory_order_relaxed)); }
+
+  // Sets the peak (and its breakdown) to the current live values.
+  void reset_peak() noexcept;
+
+  account(const account&) = delete;
+  account& operator=(const account&) = delete;
+
+ private:
+  friend struct account_registry;
+  account(std::string name, std::uint32_t id);
+
+  detail::account_slot& local_slot() noexcept {
+    const detail::thread_slots& t = detail::tls_slots;
+    if (id_ < t.size) [[likely]] {
+      if (detail::account_slot* s = t.data[id_]) [[likely]] return *s;
+    }
+    return acquire_slot();
+  }
+  detail::account_slot& acquire_slot() noexcept;
+  void first_use_of_tag(detail::account_slot& s, tag_id tag) noexcept;
+  void flush(detail::account_slot& s) noexcept;
+  void raise_peak(std::int64_t estimate) noexcept;
+  void snapshot_tags_locked(std::int64_t peak) noexcept;
+
+  std::string name_;
+  std::uint32_t id_;
+  alignas(64) std::atomic<std::int64_t> shared_live_{0};  // sum of flushed nets
+  alignas(64) std::atomic<std::int64_t> peak_{0};
+  std::atomic<std::uint64_t> tags_used_{0};                // bit per tag ever used
+  // Guarded by mutex_ (held only on slow paths):
+  struct slow;
+  slow* slow_;
+};
+
+// Per-allocation traffic (tracking_resource): the active scopes, then the account.
+// charge_bytes throws limit_exceeded before charging anything.
+inline void charge_bytes(tag_id tag, std::size_t bytes, account* acct) {
+  if (detail::tls_scopes.depth != 0) [[unlikely]] detail::charge_scopes(tag, bytes);
+  if (acct) acct->on_allocate(bytes, tag);
+}
+inline void credit_bytes(tag_id tag, std::size_t bytes, account* acct) noexcept {
+  if (acct) acct->on_deallocate(bytes, tag);
+  if (detail::tls_scopes.depth != 0) [[unlikely]] detail::credit_scopes(tag, bytes);
+}
+
+}  // namespace arenastat

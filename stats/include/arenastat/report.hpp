@@ -1,0 +1,57 @@
+// Reports over the table: text, tree and JSON, with one option grammar used by
+// the API, the at-exit report and the CLI:
+//   -s=SIZE   hide entries whose peak is below SIZE (suffix k, m, g)
+//   -H        human-readable sizes
+//   --sort=peak|count|name|live
+//   --top=N   at most N entries
+//   --json    JSON, schema version 1 (docs/report.md)
+//   --tree    names split on '/' as a hierarchy with shares of parent and root
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "arenastat/table.hpp"
+
+namespace arenastat {
+
+enum class sort_key { peak, count, name, live };
+enum class report_format { text, tree, json };
+
+struct report_options {
+  std::uint64_t min_size = 0;
+  bool human = false;
+  sort_key sort = sort_key::peak;
+  std::optional<std::size_t> top;
+  report_format format = report_format::text;
+};
+
+// Parses whitespace-separated options. Throws std::invalid_argument whose
+// message names the offending option and what is expected.
+report_options parse_report_options(std::string_view options);
+
+// Process-wide memory figures; a field is 0 when its source is unavailable.
+struct process_info {
+  int pid = 0;
+  std::uint64_t rss_bytes = 0;   // VmRSS
+  std::uint64_t hwm_bytes = 0;   // VmHWM
+  std::uint64_t rss_anon_bytes = 0;
+  bool jemalloc = false;         // jemalloc is the process allocator
+  std::uint64_t je_allocated = 0, je_active = 0, je_resident = 0, je_mapped = 0;
+};
+process_info read_process_info();
+
+// Renders entries (already taken) with options. Pure: used by report() and tests.
+std::string render_report(const std::vector<entry>& entries, const process_info& proc,
+                          const report_options& options);
+
+// Snapshot + render. Throws std::invalid_argument for a bad option string.
+std::string report(std::string_view options = {});
+
+// Prints report(options) to stderr (or ARENASTAT_AT_EXIT_FILE) when the process
+// exits. Validates options now (throws std::invalid_argument).
+void print_at_exit(std::string_view options = {});
+
+}  // namespace arenastat

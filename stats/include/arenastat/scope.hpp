@@ -1,0 +1,78 @@
+// Scopes: named extents of work on one thread (a compilation, a request).
+//
+//   arenastat::scope s{"compile/Foo::bar", {.limit_bytes = 64 << 20}};
+//   ... allocate through tracked resources ...
+//   s.set_counter("nodes", graph.size());
+//
+// While a scope is active, every tracked byte on its thread is charged to it
+// (and to every enclosing scope). It keeps its net bytes since entry, the
+// exact peak, the per-tag breakdown and the user counters at that peak, and
+// its duration; when it ends it is folded into the global table under its name.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "arenastat/context.hpp"
+#include "arenastat/tags.hpp"
+
+namespace arenastat {
+
+struct scope_options {
+  std::uint64_t limit_bytes = 0;  // 0: no limit
+};
+
+class scope {
+ public:
+  static constexpr std::size_t max_counters = 8;
+  static constexpr std::size_t max_counter_name = 23;
+
+  // Throws std::invalid_argument for an empty name and std::length_error
+  // when detail::max_scope_depth scopes are already active on this thread.
+  explicit scope(std::string_view name, scope_options options = {});
+  ~scope();
+  scope(const scope&) = delete;
+  scope& operator=(const scope&) = delete;
+
+  // Sets a user counter (e.g. node count); its value at the peak is reported.
+  // Throws std::invalid_argument for a bad name, std::length_error past max_counters.
+  void set_counter(std::string_view name, std::int64_t value);
+
+  std::string_view name() const noexcept { return name_; }
+  std::uint64_t id() const noexcept { return id_; }
+  std::int64_t net_bytes() const noexcept { return net_; }
+  std::uint64_t peak_bytes() const noexcept { return static_cast<std::uint64_t>(peak_); }
+  std::uint64_t limit_bytes() const noexcept { return limit_; }
+  // Net bytes of one tag now / at the peak.
+  std::int64_t tag_bytes(tag_id tag) const noexcept { return live_by_tag_[tag]; }
+  std::int64_t tag_bytes_at_peak(tag_id tag) const noexcept { return at_peak_[tag]; }
+  bool limit_hit() const noexcept { return limit_hit_; }
+
+ private:
+  friend struct scope_access;
+
+  struct counter {
+    char name[max_counter_name + 1] = {};
+    std::int64_t value = 0;
+    std::int64_t at_peak = 0;
+  };
+
+  std::string name_;
+  std::uint64_t id_ = 0;
+  std::uint64_t limit_ = 0;
+  std::int64_t net_ = 0;
+  std::int64_t peak_ = 0;
+  std::uint32_t depth_ = 0;
+  std::uint32_t tags_high_ = 0;     // 1 + highest tag id charged (bounds the snapshot copy)
+  std::uint32_t counter_count_ = 0;
+  int uncaught_at_entry_ = 0;
+  bool limit_hit_ = false;
+  std::chrono::steady_clock::time_point start_;
+  std::int64_t live_by_tag_[max_tags] = {};
+  std::int64_t at_peak_[max_tags] = {};
+  counter counters_[max_counters];
+};
+
+}  // namespace arenastat
