@@ -72,8 +72,11 @@ class arena_resource final : public std::pmr::memory_resource {
   void* allocate_slow(std::size_t bytes, std::size_t alignment);
   chunk* take_chunk(std::size_t size);
 
-  char* cur_ = nullptr;
-  char* end_ = nullptr;
+  // Before the first chunk both point at a shared empty sentinel, so the fast
+  // path needs no null check and a zero-byte request still gets a valid pointer.
+  alignas(chunk_alignment) static inline char empty_[1] = {};
+  char* cur_ = empty_;
+  char* end_ = empty_;
   std::size_t requested_ = 0;
   std::size_t reserved_ = 0;
   std::size_t chunks_ = 0;

@@ -7,10 +7,13 @@
 //
 // Hot path: each thread updates a slot of its own (plain relaxed stores, no
 // read-modify-write, no shared cache line written); readers sum the slots.
-// A thread publishes its net change to the shared live counter only when it
-// passes +-flush_threshold, so the peak seen across threads may lag the true
-// peak by at most flush_threshold bytes per other thread; with one thread the
-// peak is exact. Totals are exact whenever the threads are at rest.
+// A thread publishes its net growth to the shared live counter only once it
+// passes flush_threshold, and publishes net shrinkage at once, so the peak
+// never exceeds the true peak and lags it by at most flush_threshold bytes per
+// other thread allocating at the same time; with one thread the peak is exact.
+// (A thread that frees more than it allocates, e.g. a consumer of another
+// thread's blocks, therefore pays one relaxed atomic add per free.)
+// Totals are exact whenever the threads are at rest.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -35,8 +38,9 @@ struct alignas(64) account_slot {
   std::int64_t unflushed = 0;            // owner only: net not yet in shared_live
   std::uint64_t tags_seen = 0;           // owner only: bit per tag used
   std::atomic<std::int64_t> live_by_tag[max_tags] = {};
-  std::atomic<bool> in_use{false};
+  account* owner = nullptr;
   account_slot* next = nullptr;          // account's list, guarded by its mutex
+  bool in_use = false;                   // guarded by the account's mutex
 };
 
 // Per-thread table: account id -> this thread's slot.
@@ -80,7 +84,9 @@ class account {
 
   // Hot path: record an allocation / free of `bytes` with `tag` on this thread.
   void on_allocate(std::size_t bytes, tag_id tag) noexcept {
-    detail::account_slot& s = local_slot();
+    detail::account_slot* slot = local_slot();
+    if (!slot) [[unlikely]] return on_allocate_shared(bytes, tag);
+    detail::account_slot& s = *slot;
     const auto n = static_cast<std::int64_t>(bytes);
     s.live.store(s.live.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     s.allocated.store(s.allocated.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
@@ -95,14 +101,16 @@ class account {
   }
 
   void on_deallocate(std::size_t bytes, tag_id tag) noexcept {
-    detail::account_slot& s = local_slot();
+    detail::account_slot* slot = local_slot();
+    if (!slot) [[unlikely]] return on_deallocate_shared(bytes, tag);
+    detail::account_slot& s = *slot;
     const auto n = static_cast<std::int64_t>(bytes);
     s.live.store(s.live.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
     s.frees.store(s.frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     auto& t = s.live_by_tag[tag];
     t.store(t.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
     s.unflushed -= n;
-    if (s.unflushed < -flush_threshold) [[unlikely]] flush(s);
+    if (s.unflushed < 0) [[unlikely]] flush(s);
   }
 
   // Sums every thread's slot. Exact when the threads feeding it are at rest.
@@ -120,14 +128,20 @@ class account {
   friend struct account_registry;
   account(std::string name, std::uint32_t id);
 
-  detail::account_slot& local_slot() noexcept {
+  // This thread's slot; null once the thread's teardown has run (or memory ran out).
+  detail::account_slot* local_slot() noexcept {
     const detail::thread_slots& t = detail::tls_slots;
     if (id_ < t.size) [[likely]] {
-      if (detail::account_slot* s = t.data[id_]) [[likely]] return *s;
+      if (detail::account_slot* s = t.data[id_]) [[likely]] return s;
     }
     return acquire_slot();
   }
-  detail::account_slot& acquire_slot() noexcept;
+  detail::account_slot* acquire_slot() noexcept;
+  // Exact fallbacks with atomic read-modify-writes on a shared slot.
+  void on_allocate_shared(std::size_t bytes, tag_id tag) noexcept;
+  void on_deallocate_shared(std::size_t bytes, tag_id tag) noexcept;
+  friend struct slot_table_owner;
+  void release_slot(detail::account_slot& s) noexcept;
   void first_use_of_tag(detail::account_slot& s, tag_id tag) noexcept;
   void flush(detail::account_slot& s) noexcept;
   void raise_peak(std::int64_t estimate) noexcept;
@@ -138,8 +152,7 @@ class account {
   alignas(64) std::atomic<std::int64_t> shared_live_{0};  // sum of flushed nets
   alignas(64) std::atomic<std::int64_t> peak_{0};
   std::atomic<std::uint64_t> tags_used_{0};                // bit per tag ever used
-  // Guarded by mutex_ (held only on slow paths):
-  struct slow;
+  struct slow;   // mutex, slot list, breakdown at peak: slow paths only
   slow* slow_;
 };
 

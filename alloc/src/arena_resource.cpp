@@ -1,0 +1,113 @@
+// arena_resource: the slow path (chunk growth) and release.
+#include "arenastat/arena_resource.hpp"
+
+#include <cmath>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+namespace arenastat {
+
+struct arena_resource::chunk {
+  chunk* next;
+  std::size_t size;  // bytes taken from upstream, header included
+  charge_stamp stamp;
+};
+
+namespace {
+
+void validate(const arena_options& o, const std::pmr::memory_resource* upstream) {
+  const auto fail = [](const std::string& what) {
+    throw std::invalid_argument("arenastat::arena_resource: " + what);
+  };
+  if (!upstream) fail("upstream resource is null");
+  if (o.initial_chunk < arena_resource::chunk_header_size + arena_resource::chunk_alignment)
+    fail("initial_chunk " + std::to_string(o.initial_chunk) + " is smaller than " +
+         std::to_string(arena_resource::chunk_header_size + arena_resource::chunk_alignment));
+  if (o.max_chunk < o.initial_chunk)
+    fail("max_chunk " + std::to_string(o.max_chunk) + " is smaller than initial_chunk " +
+         std::to_string(o.initial_chunk));
+  if (!(o.growth_factor >= 1.0) || !std::isfinite(o.growth_factor))
+    fail("growth_factor " + std::to_string(o.growth_factor) + " must be a finite number >= 1");
+}
+
+}  // namespace
+
+arena_resource::arena_resource(std::string_view tag, std::pmr::memory_resource* upstream)
+    : arena_resource(tag, arena_options{}, upstream) {}
+
+arena_resource::arena_resource(std::string_view tag, const arena_options& options,
+                               std::pmr::memory_resource* upstream)
+    : next_size_(options.initial_chunk),
+      upstream_(upstream),
+      hook_(options.hook ? options.hook : &tracking_hook()),
+      policy_(options),
+      tag_(register_tag(tag)) {
+  validate(options, upstream);
+  if (!options.account.empty()) account_ = &account::get(options.account);
+  policy_.account = {};  // the view may dangle; the account pointer is what we keep
+}
+
+arena_resource::chunk* arena_resource::take_chunk(std::size_t size) {
+  static_assert(sizeof(chunk) <= chunk_header_size);
+  static_assert(chunk_header_size % chunk_alignment == 0);
+  void* memory = upstream_->allocate(size, chunk_alignment);
+  auto* c = ::new (memory) chunk{head_, size, {}};
+  try {
+    hook_->on_acquire(c->stamp, tag_, size, account_);
+  } catch (...) {
+    upstream_->deallocate(memory, size, chunk_alignment);
+    throw;
+  }
+  head_ = c;
+  reserved_ += size;
+  ++chunks_;
+  return c;
+}
+
+void* arena_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0)
+    throw std::invalid_argument("arenastat::arena_resource: alignment " + std::to_string(alignment) +
+                                " is not a power of two");
+  // Worst-case padding to reach `alignment` after a header that starts chunk-aligned.
+  const std::size_t pad = alignment > chunk_alignment ? alignment - chunk_alignment : 0;
+  if (bytes > std::numeric_limits<std::size_t>::max() - chunk_header_size - pad) throw std::bad_alloc();
+  const std::size_t need = chunk_header_size + pad + bytes;
+
+  const auto place = [&](chunk* c) {
+    const auto data = reinterpret_cast<std::uintptr_t>(c) + chunk_header_size;
+    const std::uintptr_t p = (data + alignment - 1) & ~(std::uintptr_t{alignment} - 1);
+    requested_ += bytes;
+    return p;
+  };
+
+  if (need > next_size_) {
+    // Larger than a regular chunk: a chunk of its own; the current chunk stays current.
+    return reinterpret_cast<void*>(place(take_chunk(need)));
+  }
+  chunk* c = take_chunk(next_size_);
+  const double grown = static_cast<double>(next_size_) * policy_.growth_factor;
+  next_size_ = grown >= static_cast<double>(policy_.max_chunk) ? policy_.max_chunk
+                                                               : static_cast<std::size_t>(grown);
+  const std::uintptr_t p = place(c);
+  cur_ = reinterpret_cast<char*>(p + bytes);
+  end_ = reinterpret_cast<char*>(c) + c->size;
+  return reinterpret_cast<void*>(p);
+}
+
+void arena_resource::release() noexcept {
+  for (chunk* c = head_; c;) {
+    chunk* next = c->next;
+    const std::size_t size = c->size;
+    hook_->on_release(c->stamp, size);
+    upstream_->deallocate(c, size, chunk_alignment);
+    c = next;
+  }
+  head_ = nullptr;
+  cur_ = end_ = empty_;
+  requested_ = reserved_ = chunks_ = 0;
+  next_size_ = policy_.initial_chunk;
+}
+
+}  // namespace arenastat

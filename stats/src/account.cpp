@@ -1,0 +1,249 @@
+// Accounts: per-thread slots summed on read; the registry of all accounts.
+#include "arenastat/account.hpp"
+
+#include <bit>
+#include <deque>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include "registry.hpp"
+
+namespace arenastat {
+
+struct account::slow {
+  std::mutex mutex;
+  detail::account_slot* slots = nullptr;  // every slot ever made for this account
+  detail::account_slot shared;            // for threads past their teardown (atomic RMW)
+  std::int64_t at_peak[max_tags] = {};    // breakdown when the peak was at_peak_value
+  std::int64_t at_peak_value = -1;
+};
+
+namespace {
+
+struct transparent_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+template <class T>
+void add_relaxed(std::atomic<T>& a, T v) noexcept {
+  a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+// The registry: name -> account. Never destroyed.
+struct account_registry {
+  std::mutex mutex;
+  std::deque<account*> by_id;
+  boost::unordered_flat_map<std::string_view, account*, transparent_hash, std::equal_to<>> by_name;
+
+  static account_registry& get() {
+    static account_registry* const r = new account_registry();
+    return *r;
+  }
+
+  account& find_or_create(std::string_view name) {
+    std::lock_guard lock(mutex);
+    if (auto it = by_name.find(name); it != by_name.end()) return *it->second;
+    auto* a = new account(std::string(name), static_cast<std::uint32_t>(by_id.size()));
+    by_id.push_back(a);
+    by_name.emplace(a->name(), a);
+    return *a;
+  }
+};
+
+// Gives this thread's slots back when it exits, after publishing their net.
+struct slot_table_owner {
+  bool registered = false;
+  ~slot_table_owner() {
+    detail::thread_slots& t = detail::tls_slots;
+    for (std::uint32_t i = 0; i < t.size; ++i)
+      if (detail::account_slot* s = t.data[i]) s->owner->release_slot(*s);
+    delete[] t.data;
+    t.data = nullptr;
+    t.size = 0;
+    t.dead = true;
+  }
+};
+
+namespace {
+thread_local slot_table_owner slot_owner;
+}
+
+account& account::get(std::string_view name) {
+  if (name.empty()) throw std::invalid_argument("arenastat::account: empty name");
+  return account_registry::get().find_or_create(name);
+}
+
+account::account(std::string name, std::uint32_t id) : name_(std::move(name)), id_(id), slow_(new slow()) {
+  slow_->shared.owner = this;
+  slow_->shared.in_use = true;
+  slow_->shared.next = nullptr;
+  slow_->slots = &slow_->shared;
+}
+
+detail::account_slot* account::acquire_slot() noexcept {
+  detail::thread_slots& t = detail::tls_slots;
+  if (t.dead) return nullptr;
+  if (!slot_owner.registered) slot_owner.registered = true;  // odr-use: registers the teardown
+  if (id_ >= t.size) {
+    const std::uint32_t size = std::max<std::uint32_t>({id_ + 1, t.size * 2, 8});
+    auto* data = new (std::nothrow) detail::account_slot*[size]();
+    if (!data) return nullptr;
+    std::copy_n(t.data, t.size, data);
+    delete[] t.data;
+    t.data = data;
+    t.size = size;
+  }
+  std::lock_guard lock(slow_->mutex);
+  detail::account_slot* s = slow_->slots;
+  while (s && s->in_use) s = s->next;
+  if (!s) {
+    s = new (std::nothrow) detail::account_slot();
+    if (!s) return nullptr;
+    s->owner = this;
+    s->next = slow_->slots;
+    slow_->slots = s;
+  }
+  s->in_use = true;
+  t.data[id_] = s;
+  return s;
+}
+
+void account::release_slot(detail::account_slot& s) noexcept {
+  flush(s);
+  std::lock_guard lock(slow_->mutex);
+  s.in_use = false;
+}
+
+void account::flush(detail::account_slot& s) noexcept {
+  shared_live_.fetch_add(s.unflushed, std::memory_order_relaxed);
+  s.unflushed = 0;
+}
+
+void account::on_allocate_shared(std::size_t bytes, tag_id tag) noexcept {
+  detail::account_slot& s = slow_->shared;
+  const auto n = static_cast<std::int64_t>(bytes);
+  s.live.fetch_add(n, std::memory_order_relaxed);
+  s.allocated.fetch_add(bytes, std::memory_order_relaxed);
+  s.allocations.fetch_add(1, std::memory_order_relaxed);
+  s.live_by_tag[tag].fetch_add(n, std::memory_order_relaxed);
+  if (!(tags_used_.load(std::memory_order_relaxed) & (std::uint64_t{1} << tag))) {
+    std::lock_guard lock(slow_->mutex);
+    tags_used_.fetch_or(std::uint64_t{1} << tag, std::memory_order_relaxed);
+  }
+  const std::int64_t live = shared_live_.fetch_add(n, std::memory_order_relaxed) + n;
+  if (live > peak_.load(std::memory_order_relaxed)) raise_peak(live);
+}
+
+void account::on_deallocate_shared(std::size_t bytes, tag_id tag) noexcept {
+  detail::account_slot& s = slow_->shared;
+  const auto n = static_cast<std::int64_t>(bytes);
+  s.live.fetch_sub(n, std::memory_order_relaxed);
+  s.frees.fetch_add(1, std::memory_order_relaxed);
+  s.live_by_tag[tag].fetch_sub(n, std::memory_order_relaxed);
+  shared_live_.fetch_sub(n, std::memory_order_relaxed);
+}
+
+void account::first_use_of_tag(detail::account_slot& s, tag_id tag) noexcept {
+  const std::uint64_t bit = std::uint64_t{1} << tag;
+  s.tags_seen |= bit;
+  std::lock_guard lock(slow_->mutex);
+  const std::uint64_t used = tags_used_.load(std::memory_order_relaxed);
+  if (used & bit) return;
+  if (std::popcount(used) == 1) {
+    // Until now one tag held every byte: pin the breakdown of the current peak
+    // before a second tag makes it ambiguous.
+    const std::int64_t peak = peak_.load(std::memory_order_relaxed);
+    if (slow_->at_peak_value != peak) {
+      std::fill(std::begin(slow_->at_peak), std::end(slow_->at_peak), 0);
+      slow_->at_peak[std::countr_zero(used)] = peak;
+      slow_->at_peak_value = peak;
+    }
+  }
+  tags_used_.store(used | bit, std::memory_order_relaxed);
+}
+
+void account::raise_peak(std::int64_t estimate) noexcept {
+  std::int64_t current = peak_.load(std::memory_order_relaxed);
+  while (estimate > current) {
+    if (peak_.compare_exchange_weak(current, estimate, std::memory_order_relaxed)) {
+      // With one tag the breakdown is implied; with several, copy it now.
+      if (std::popcount(tags_used_.load(std::memory_order_relaxed)) > 1) snapshot_tags_locked(estimate);
+      return;
+    }
+  }
+}
+
+void account::snapshot_tags_locked(std::int64_t peak) noexcept {
+  std::lock_guard lock(slow_->mutex);
+  if (peak_.load(std::memory_order_relaxed) != peak) return;  // a higher peak takes its own snapshot
+  std::int64_t sum[max_tags] = {};
+  for (detail::account_slot* s = slow_->slots; s; s = s->next)
+    for (std::size_t i = 0; i < max_tags; ++i) sum[i] += s->live_by_tag[i].load(std::memory_order_relaxed);
+  std::copy(std::begin(sum), std::end(sum), slow_->at_peak);
+  slow_->at_peak_value = peak;
+}
+
+std::int64_t account::live_bytes() const noexcept {
+  std::lock_guard lock(slow_->mutex);
+  std::int64_t live = 0;
+  for (detail::account_slot* s = slow_->slots; s; s = s->next) live += s->live.load(std::memory_order_relaxed);
+  return live;
+}
+
+account_totals account::totals() const {
+  account_totals out;
+  std::int64_t by_tag[max_tags] = {};
+  std::int64_t at_peak[max_tags] = {};
+  {
+    std::lock_guard lock(slow_->mutex);
+    for (detail::account_slot* s = slow_->slots; s; s = s->next) {
+      out.live_bytes += s->live.load(std::memory_order_relaxed);
+      out.allocated_bytes += s->allocated.load(std::memory_order_relaxed);
+      out.allocations += s->allocations.load(std::memory_order_relaxed);
+      out.frees += s->frees.load(std::memory_order_relaxed);
+      for (std::size_t i = 0; i < max_tags; ++i) by_tag[i] += s->live_by_tag[i].load(std::memory_order_relaxed);
+    }
+    out.peak_bytes = static_cast<std::uint64_t>(peak_.load(std::memory_order_relaxed));
+    const std::uint64_t used = tags_used_.load(std::memory_order_relaxed);
+    if (std::popcount(used) == 1)
+      at_peak[std::countr_zero(used)] = static_cast<std::int64_t>(out.peak_bytes);
+    else if (used != 0)
+      std::copy(std::begin(slow_->at_peak), std::end(slow_->at_peak), at_peak);
+  }
+  for (std::size_t i = 0; i < max_tags; ++i) {
+    const auto tag = static_cast<tag_id>(i);
+    if (by_tag[i] != 0) out.live_by_tag.push_back({std::string(tag_name(tag)), by_tag[i]});
+    if (at_peak[i] != 0) out.at_peak.push_back({std::string(tag_name(tag)), at_peak[i]});
+  }
+  return out;
+}
+
+void account::reset_peak() noexcept {
+  std::lock_guard lock(slow_->mutex);
+  std::int64_t live = 0;
+  std::int64_t by_tag[max_tags] = {};
+  for (detail::account_slot* s = slow_->slots; s; s = s->next) {
+    live += s->live.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < max_tags; ++i) by_tag[i] += s->live_by_tag[i].load(std::memory_order_relaxed);
+  }
+  peak_.store(std::max<std::int64_t>(live, 0), std::memory_order_relaxed);
+  std::copy(std::begin(by_tag), std::end(by_tag), slow_->at_peak);
+  slow_->at_peak_value = std::max<std::int64_t>(live, 0);
+}
+
+namespace detail {
+
+std::vector<account*> all_accounts() {
+  account_registry& r = account_registry::get();
+  std::lock_guard lock(r.mutex);
+  return {r.by_id.begin(), r.by_id.end()};
+}
+
+}  // namespace detail
+}  // namespace arenastat

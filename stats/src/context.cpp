@@ -1,0 +1,78 @@
+// Thread records for scopes and chunk stamps.
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "thread_state.hpp"
+
+namespace arenastat::detail {
+namespace {
+
+struct free_list {
+  std::mutex mutex;
+  thread_state* head = nullptr;
+};
+
+free_list& states() {
+  static free_list* const f = new free_list();  // never destroyed
+  return *f;
+}
+
+// Hands the record back when the thread exits.
+struct state_holder {
+  thread_state* state = nullptr;
+  ~state_holder() {
+    if (!state) return;
+    tls_scopes.state = nullptr;
+    take_pending(*state);  // credits for this thread's scopes no longer matter
+    free_list& f = states();
+    std::lock_guard lock(f.mutex);
+    state->next_free = f.head;
+    f.head = state;
+  }
+};
+thread_local state_holder holder;
+
+}  // namespace
+
+std::uint64_t os_thread_id() noexcept { return static_cast<std::uint64_t>(::syscall(SYS_gettid)); }
+
+thread_state& current_thread_state() {
+  if (thread_state* s = tls_scopes.state) return *s;
+  thread_state* s = nullptr;
+  {
+    free_list& f = states();
+    std::lock_guard lock(f.mutex);
+    if (f.head) {
+      s = f.head;
+      f.head = s->next_free;
+      s->next_free = nullptr;
+    }
+  }
+  if (!s) s = new thread_state();
+  s->os_tid = os_thread_id();
+  take_pending(*s);
+  tls_scopes.state = s;
+  holder.state = s;
+  return *s;
+}
+
+void post_credit(thread_state& owner, const pending_credit& credit) noexcept {
+  std::lock_guard lock(owner.pending_mutex);
+  try {
+    owner.pending.push_back(credit);
+  } catch (...) {
+    return;  // out of memory: the owner's scope keeps the bytes as net (documented)
+  }
+  owner.has_pending.store(true, std::memory_order_release);
+}
+
+std::vector<pending_credit> take_pending(thread_state& self) noexcept {
+  std::vector<pending_credit> out;
+  if (!self.has_pending.load(std::memory_order_acquire)) return out;
+  std::lock_guard lock(self.pending_mutex);
+  out.swap(self.pending);
+  self.has_pending.store(false, std::memory_order_relaxed);
+  return out;
+}
+
+}  // namespace arenastat::detail

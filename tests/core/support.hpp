@@ -1,0 +1,67 @@
+// Test doubles shared by the core tests.
+#pragma once
+#include <cstddef>
+#include <memory_resource>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <arenastat/arenastat.hpp>
+
+namespace test {
+
+// An upstream that counts what it hands out and can be told to fail.
+class counting_resource : public std::pmr::memory_resource {
+ public:
+  std::size_t outstanding_bytes = 0;
+  std::size_t allocations = 0;
+  std::size_t deallocations = 0;
+  long fail_after = -1;  // allocations that succeed before every further one throws; -1: never
+
+ protected:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    if (fail_after == 0) throw std::bad_alloc();
+    if (fail_after > 0) --fail_after;
+    void* p = std::pmr::new_delete_resource()->allocate(bytes, alignment);
+    outstanding_bytes += bytes;
+    ++allocations;
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+    outstanding_bytes -= bytes;
+    ++deallocations;
+  }
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
+};
+
+// A grow hook that records chunk sizes and chains to the tracking hook.
+class recording_hook : public arenastat::grow_hook {
+ public:
+  std::vector<std::size_t> acquired;
+  std::vector<std::size_t> released;
+  void on_acquire(arenastat::charge_stamp& stamp, arenastat::tag_id tag, std::size_t bytes,
+                  arenastat::account* acct) override {
+    arenastat::tracking_hook().on_acquire(stamp, tag, bytes, acct);
+    acquired.push_back(bytes);
+  }
+  void on_release(const arenastat::charge_stamp& stamp, std::size_t bytes) noexcept override {
+    arenastat::tracking_hook().on_release(stamp, bytes);
+    released.push_back(bytes);
+  }
+};
+
+// The table entry of a given name and kind (fails the test when absent).
+inline arenastat::entry find_entry(const std::string& name, arenastat::entry_kind kind) {
+  for (arenastat::entry& e : arenastat::snapshot())
+    if (e.name == name && e.kind == kind) return e;
+  throw std::runtime_error("no table entry named " + name);
+}
+
+inline std::int64_t tag_of(const std::vector<arenastat::tag_bytes>& v, const std::string& tag) {
+  for (const auto& t : v)
+    if (t.tag == tag) return t.bytes;
+  return 0;
+}
+
+}  // namespace test

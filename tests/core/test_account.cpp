@@ -1,0 +1,172 @@
+#include <catch2/catch.hpp>
+
+#include <thread>
+#include <vector>
+
+#include "support.hpp"
+
+using arenastat::account;
+using arenastat::entry_kind;
+using arenastat::scope;
+using arenastat::tracking_resource;
+
+TEST_CASE("tracking_resource keeps exact totals for one account", "[account]") {
+  tracking_resource r{"test.account.exact"};
+  void* a = r.allocate(100, 8);
+  void* b = r.allocate(200, 8);
+  void* c = r.allocate(300, 8);
+  r.deallocate(b, 200, 8);
+  const auto t = r.tracked_account().totals();
+  CHECK(t.live_bytes == 400);
+  CHECK(t.peak_bytes == 600);
+  CHECK(t.allocated_bytes == 600);
+  CHECK(t.allocations == 3);
+  CHECK(t.frees == 1);
+  CHECK(test::tag_of(t.live_by_tag, "heap") == 400);
+  CHECK(test::tag_of(t.at_peak, "heap") == 600);
+  r.deallocate(a, 100, 8);
+  r.deallocate(c, 300, 8);
+  CHECK(r.tracked_account().live_bytes() == 0);
+}
+
+TEST_CASE("two resources with the same name feed one account", "[account]") {
+  tracking_resource r1{"test.account.shared"};
+  tracking_resource r2{"test.account.shared", "parser"};
+  void* a = r1.allocate(64, 8);
+  void* b = r2.allocate(128, 8);
+  CHECK(&r1.tracked_account() == &r2.tracked_account());
+  const auto t = account::get("test.account.shared").totals();
+  CHECK(t.live_bytes == 192);
+  CHECK(test::tag_of(t.live_by_tag, "heap") == 64);
+  CHECK(test::tag_of(t.live_by_tag, "parser") == 128);
+  r1.deallocate(a, 64, 8);
+  r2.deallocate(b, 128, 8);
+}
+
+TEST_CASE("an account's breakdown at peak is exact with several tags", "[account]") {
+  tracking_resource heap{"test.account.tags", "heap"};
+  tracking_resource parse{"test.account.tags", "parser"};
+  void* a = heap.allocate(1000, 8);
+  void* b = parse.allocate(500, 8);   // peak 1500: heap 1000, parser 500
+  heap.deallocate(a, 1000, 8);
+  void* c = parse.allocate(700, 8);   // 1200: no new peak
+  const auto t = account::get("test.account.tags").totals();
+  CHECK(t.peak_bytes == 1500);
+  CHECK(test::tag_of(t.at_peak, "heap") == 1000);
+  CHECK(test::tag_of(t.at_peak, "parser") == 500);
+  parse.deallocate(b, 500, 8);
+  parse.deallocate(c, 700, 8);
+}
+
+TEST_CASE("tracked traffic is charged to the active scopes", "[account][scope]") {
+  tracking_resource r{"test.account.in-scope"};
+  void* before = r.allocate(1000, 8);
+  {
+    scope s{"test/account/in-scope"};
+    void* a = r.allocate(300, 8);
+    void* b = r.allocate(200, 8);
+    r.deallocate(a, 300, 8);
+    CHECK(s.net_bytes() == 200);
+    CHECK(s.peak_bytes() == 500);
+    r.deallocate(before, 1000, 8);  // memory from before the scope: net since entry goes negative
+    CHECK(s.net_bytes() == -800);
+    r.deallocate(b, 200, 8);
+  }
+  CHECK(test::find_entry("test/account/in-scope", entry_kind::scope).peak_bytes == 500);
+}
+
+TEST_CASE("a scope limit stops a tracked allocation and returns the memory", "[account][scope]") {
+  test::counting_resource up;
+  tracking_resource r{"test.account.limited", &up};
+  scope s{"test/account/limited", {.limit_bytes = 1000}};
+  void* a = r.allocate(600, 8);
+  CHECK_THROWS_AS(r.allocate(600, 8), arenastat::limit_exceeded);
+  CHECK(up.outstanding_bytes == 600);
+  CHECK(r.tracked_account().totals().allocations == 1);
+  CHECK(s.net_bytes() == 600);
+  r.deallocate(a, 600, 8);
+}
+
+TEST_CASE("an upstream that throws leaves the account unchanged", "[account]") {
+  test::counting_resource up;
+  tracking_resource r{"test.account.throwing", &up};
+  void* a = r.allocate(100, 8);
+  up.fail_after = 0;
+  CHECK_THROWS_AS(r.allocate(100, 8), std::bad_alloc);
+  const auto t = r.tracked_account().totals();
+  CHECK(t.live_bytes == 100);
+  CHECK(t.allocations == 1);
+  CHECK(t.allocated_bytes == 100);
+  r.deallocate(a, 100, 8);
+}
+
+TEST_CASE("reset_peaks sets an account's peak to its live bytes", "[account]") {
+  tracking_resource r{"test.account.reset"};
+  void* a = r.allocate(4000, 8);
+  void* b = r.allocate(1000, 8);
+  r.deallocate(a, 4000, 8);
+  CHECK(r.tracked_account().peak_bytes() == 5000);
+  arenastat::reset_peaks();
+  CHECK(r.tracked_account().peak_bytes() == 1000);
+  CHECK(test::find_entry("test.account.reset", entry_kind::account).peak_bytes == 1000);
+  r.deallocate(b, 1000, 8);
+}
+
+TEST_CASE("account totals are exact across threads once they are at rest", "[account][threads]") {
+  tracking_resource r{"test.account.threads"};
+  constexpr int threads = 4, rounds = 20000;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&r] {
+      std::vector<void*> kept;
+      for (int i = 0; i < rounds; ++i) {
+        void* p = r.allocate(64, 8);
+        if (i % 4 == 0) kept.push_back(p);  // every fourth block is held until the end
+        else r.deallocate(p, 64, 8);
+      }
+      for (void* p : kept) r.deallocate(p, 64, 8);
+    });
+  }
+  for (auto& th : pool) th.join();
+  const auto t = r.tracked_account().totals();
+  CHECK(t.allocations == threads * rounds);
+  CHECK(t.frees == threads * rounds);
+  CHECK(t.allocated_bytes == std::uint64_t{threads} * rounds * 64);
+  CHECK(t.live_bytes == 0);
+  // Each thread held up to 5000 blocks (320000 bytes) plus one in flight. The
+  // peak never overshoots, and sees at least the thread that published it.
+  CHECK(t.peak_bytes >= 5000 * 64);
+  CHECK(t.peak_bytes <= std::uint64_t{threads} * 5001 * 64);
+}
+
+TEST_CASE("memory freed by another thread is credited to the account", "[account][threads]") {
+  tracking_resource r{"test.account.cross-free"};
+  std::vector<void*> blocks;
+  for (int i = 0; i < 1000; ++i) blocks.push_back(r.allocate(32, 8));
+  std::thread([&] {
+    for (void* p : blocks) r.deallocate(p, 32, 8);
+  }).join();
+  const auto t = r.tracked_account().totals();
+  CHECK(t.live_bytes == 0);
+  CHECK(t.frees == 1000);
+  CHECK(t.peak_bytes == 32000);
+}
+
+TEST_CASE("one thread's peak is exact even past the flush threshold", "[account]") {
+  tracking_resource r{"test.account.single-peak"};
+  std::vector<void*> blocks;
+  for (int i = 0; i < 3000; ++i) blocks.push_back(r.allocate(100, 8));  // 300000 > 64 KiB threshold
+  for (void* p : blocks) r.deallocate(p, 100, 8);
+  CHECK(r.tracked_account().peak_bytes() == 300000);
+  CHECK(r.tracked_account().live_bytes() == 0);
+}
+
+TEST_CASE("the table lists accounts and scopes with their kinds", "[account]") {
+  tracking_resource r{"test.account.listed"};
+  void* p = r.allocate(10, 8);
+  const arenastat::entry e = test::find_entry("test.account.listed", entry_kind::account);
+  CHECK(e.live_bytes == 10);
+  CHECK(e.allocations == 1);
+  r.deallocate(p, 10, 8);
+  CHECK_THROWS_WITH(account::get(""), Catch::Matchers::Contains("empty name"));
+}

@@ -1,0 +1,169 @@
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+
+#include "support.hpp"
+
+using arenastat::arena_options;
+using arenastat::arena_resource;
+constexpr std::size_t H = arena_resource::chunk_header_size;  // 48
+
+TEST_CASE("chunk sizes follow the growth policy and cap at max_chunk", "[arena]") {
+  test::recording_hook hook;
+  arena_resource a{"node", arena_options{.initial_chunk = 256, .growth_factor = 2.0, .max_chunk = 1024, .hook = &hook}};
+  // Each request fills a whole chunk's usable space, so each takes a new chunk.
+  (void)a.allocate(256 - H, 8);
+  (void)a.allocate(512 - H, 8);
+  (void)a.allocate(1024 - H, 8);
+  (void)a.allocate(1024 - H, 8);
+  CHECK(hook.acquired == std::vector<std::size_t>{256, 512, 1024, 1024});
+  CHECK(a.chunk_count() == 4);
+  CHECK(a.bytes_reserved() == 2816);
+  CHECK(a.bytes_requested() == 208 + 464 + 976 + 976);
+}
+
+TEST_CASE("a non-integral growth factor rounds chunk sizes down", "[arena]") {
+  test::recording_hook hook;
+  arena_resource a{"node", arena_options{.initial_chunk = 100, .growth_factor = 1.5, .max_chunk = 300, .hook = &hook}};
+  for (std::size_t size : {100, 150, 225, 300, 300}) (void)a.allocate(size - H, 1);
+  CHECK(hook.acquired == std::vector<std::size_t>{100, 150, 225, 300, 300});
+}
+
+TEST_CASE("small requests share a chunk until it is full", "[arena]") {
+  test::recording_hook hook;
+  arena_resource a{"node", arena_options{.initial_chunk = 256, .growth_factor = 2.0, .max_chunk = 1024, .hook = &hook}};
+  for (int i = 0; i < 6; ++i) (void)a.allocate(32, 8);  // 6 * 32 = 192 <= 208 usable
+  CHECK(hook.acquired == std::vector<std::size_t>{256});
+  (void)a.allocate(32, 8);  // 224 > 208
+  CHECK(hook.acquired == std::vector<std::size_t>{256, 512});
+}
+
+TEST_CASE("a request larger than the chunk size gets a chunk of its own", "[arena]") {
+  test::recording_hook hook;
+  arena_resource a{"node", arena_options{.initial_chunk = 256, .growth_factor = 2.0, .max_chunk = 1024, .hook = &hook}};
+  void* small = a.allocate(8, 8);
+  (void)a.allocate(1000, 8);
+  CHECK(hook.acquired == std::vector<std::size_t>{256, H + 1000});
+  CHECK(a.next_chunk_size() == 512);  // the big chunk did not advance the policy
+  // The regular chunk is still current: the next small request lands right after the first.
+  void* next = a.allocate(8, 8);
+  CHECK(static_cast<char*>(next) == static_cast<char*>(small) + 8);
+  CHECK(a.chunk_count() == 2);
+}
+
+TEST_CASE("every power-of-two alignment up to 4096 is honoured", "[arena]") {
+  arena_resource a{"node", arena_options{.initial_chunk = 256}};
+  for (std::size_t align = 1; align <= 4096; align *= 2) {
+    void* p = a.allocate(24, align);
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % align == 0);
+    std::memset(p, 0xab, 24);
+  }
+}
+
+TEST_CASE("a large over-aligned request reserves header, padding and bytes", "[arena]") {
+  test::recording_hook hook;
+  arena_resource a{"node", arena_options{.initial_chunk = 256, .hook = &hook}};
+  void* p = a.allocate(5000, 4096);
+  CHECK(reinterpret_cast<std::uintptr_t>(p) % 4096 == 0);
+  CHECK(hook.acquired == std::vector<std::size_t>{H + (4096 - 16) + 5000});
+}
+
+TEST_CASE("a zero-byte request before any chunk returns a usable pointer and takes no chunk", "[arena]") {
+  arena_resource a{"node"};
+  CHECK(a.allocate(0, 1) != nullptr);
+  CHECK(a.chunk_count() == 0);
+}
+
+TEST_CASE("release gives every chunk back and restarts the policy", "[arena]") {
+  test::counting_resource up;
+  test::recording_hook hook;
+  arena_resource a{"node", arena_options{.initial_chunk = 256, .growth_factor = 2.0, .max_chunk = 1024, .hook = &hook}, &up};
+  (void)a.allocate(200, 8);
+  (void)a.allocate(400, 8);
+  (void)a.allocate(3000, 8);
+  CHECK(up.outstanding_bytes == a.bytes_reserved());
+  a.release();
+  CHECK(up.outstanding_bytes == 0);
+  CHECK(hook.released.size() == 3);
+  CHECK(a.bytes_reserved() == 0);
+  CHECK(a.bytes_requested() == 0);
+  CHECK(a.chunk_count() == 0);
+  CHECK(a.next_chunk_size() == 256);
+}
+
+TEST_CASE("the destructor reports every chunk through the hook", "[arena]") {
+  test::counting_resource up;
+  test::recording_hook hook;
+  {
+    arena_resource a{"node", arena_options{.initial_chunk = 256, .hook = &hook}, &up};
+    (void)a.allocate(200, 8);
+    (void)a.allocate(300, 8);
+  }
+  CHECK(hook.acquired == std::vector<std::size_t>{256, 512});
+  CHECK(hook.released.size() == 2);
+  CHECK(up.outstanding_bytes == 0);
+}
+
+TEST_CASE("deallocate is a no-op", "[arena]") {
+  test::counting_resource up;
+  arena_resource a{"node", arena_options{.initial_chunk = 256}, &up};
+  void* p = a.allocate(64, 8);
+  a.deallocate(p, 64, 8);
+  CHECK(a.bytes_requested() == 64);
+  CHECK(up.outstanding_bytes == 256);
+}
+
+TEST_CASE("an upstream that throws leaves the arena and its account unchanged", "[arena]") {
+  test::counting_resource up;
+  arena_resource a{"node", arena_options{.initial_chunk = 256, .account = "test.arena.throwing"}, &up};
+  (void)a.allocate(200, 8);
+  up.fail_after = 0;
+  CHECK_THROWS_AS(a.allocate(200, 8), std::bad_alloc);
+  CHECK(a.chunk_count() == 1);
+  CHECK(a.bytes_reserved() == 256);
+  CHECK(a.bytes_requested() == 200);
+  auto t = arenastat::account::get("test.arena.throwing").totals();
+  CHECK(t.live_bytes == 256);
+  CHECK(t.allocations == 1);
+  up.fail_after = -1;  // recovered: growth works again
+  (void)a.allocate(200, 8);
+  CHECK(a.chunk_count() == 2);
+  CHECK(arenastat::account::get("test.arena.throwing").totals().live_bytes == 256 + 512);
+}
+
+TEST_CASE("an arena with an account charges whole chunks to it", "[arena]") {
+  {
+    arena_resource a{"node", arena_options{.initial_chunk = 1024, .account = "test.arena.account"}};
+    (void)a.allocate(10, 8);
+    (void)a.allocate(2000, 8);  // 48 + 2000 = the next regular chunk, 2048
+    auto t = arenastat::account::get("test.arena.account").totals();
+    CHECK(t.live_bytes == 1024 + 2048);
+    CHECK(t.allocated_bytes == 1024 + 2048);
+    CHECK(t.allocations == 2);
+    CHECK(test::tag_of(t.live_by_tag, "node") == 3072);
+  }
+  auto t = arenastat::account::get("test.arena.account").totals();
+  CHECK(t.live_bytes == 0);
+  CHECK(t.frees == 2);
+  CHECK(t.peak_bytes == 3072);
+}
+
+TEST_CASE("bad arena options are rejected with the field named", "[arena]") {
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(arena_resource("node", arena_options{.initial_chunk = 10}), Contains("initial_chunk"));
+  CHECK_THROWS_WITH(arena_resource("node", arena_options{.growth_factor = 0.5}), Contains("growth_factor"));
+  CHECK_THROWS_WITH(arena_resource("node", arena_options{.initial_chunk = 8192, .max_chunk = 4096}), Contains("max_chunk"));
+  CHECK_THROWS_WITH(arena_resource("node", arena_options{}, nullptr), Contains("upstream"));
+  CHECK_THROWS_WITH(arena_resource(""), Contains("empty tag"));
+  CHECK_THROWS_WITH(arena_resource("a-tag-name-that-is-far-too-long"), Contains("longer than"));
+}
+
+TEST_CASE("arena_resource works with std::pmr containers", "[arena]") {
+  arena_resource a{"node", arena_options{.initial_chunk = 4096}};
+  std::pmr::vector<int> v{&a};
+  for (int i = 0; i < 1000; ++i) v.push_back(i);
+  CHECK(v[999] == 999);
+  CHECK(a.bytes_requested() >= 4000);
+}

@@ -1,0 +1,270 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+
+#include "support.hpp"
+
+using arenastat::arena_options;
+using arenastat::arena_resource;
+using arenastat::entry_kind;
+using arenastat::scope;
+
+namespace {
+arena_options chunks_of(std::size_t size) {
+  return arena_options{.initial_chunk = size, .growth_factor = 2.0, .max_chunk = std::size_t{1} << 20};
+}
+}  // namespace
+
+TEST_CASE("a scope is charged each chunk taken while it is active", "[scope]") {
+  scope s{"test/scope/charge"};
+  arena_resource a{"node", chunks_of(4096)};
+  (void)a.allocate(100, 8);
+  CHECK(s.net_bytes() == 4096);
+  CHECK(s.peak_bytes() == 4096);
+  CHECK(s.tag_bytes(arenastat::register_tag("node")) == 4096);
+  (void)a.allocate(100, 8);  // same chunk: no charge
+  CHECK(s.net_bytes() == 4096);
+}
+
+TEST_CASE("release lowers a scope's net bytes but not its peak", "[scope]") {
+  scope s{"test/scope/release"};
+  arena_resource a{"node", chunks_of(4096)};
+  (void)a.allocate(5000, 8);  // 48 + 5000 > 4096: own chunk of 5048
+  (void)a.allocate(100, 8);   // regular chunk 4096
+  CHECK(s.net_bytes() == 9144);
+  a.release();
+  CHECK(s.net_bytes() == 0);
+  CHECK(s.peak_bytes() == 9144);
+}
+
+TEST_CASE("the table keeps the per-tag breakdown at the moment of the peak", "[scope]") {
+  {
+    scope s{"test/scope/breakdown"};
+    arena_resource node{"node", chunks_of(4096)};
+    arena_resource res{"resource", chunks_of(8192)};
+    (void)node.allocate(10, 8);
+    (void)res.allocate(10, 8);  // peak: 4096 node + 8192 resource
+    node.release();       // 8192
+    arena_resource node2{"node", chunks_of(2048)};
+    (void)node2.allocate(10, 8);  // 10240 < 12288: no new peak
+    CHECK(s.peak_bytes() == 12288);
+  }
+  const arenastat::entry e = test::find_entry("test/scope/breakdown", entry_kind::scope);
+  CHECK(e.peak_bytes == 12288);
+  CHECK(test::tag_of(e.at_peak, "node") == 4096);
+  CHECK(test::tag_of(e.at_peak, "resource") == 8192);
+  CHECK(e.at_peak.size() == 2);
+  CHECK(e.result == "ok");
+  CHECK(e.count == 1);
+}
+
+TEST_CASE("nested scopes charge every active level", "[scope]") {
+  {
+    scope outer{"test/scope/outer"};
+    arena_resource a{"node", chunks_of(1024)};
+    (void)a.allocate(10, 8);  // 1024 to outer only
+    {
+      scope inner{"test/scope/outer/inner"};
+      arena_resource b{"resource", chunks_of(4096)};
+      (void)b.allocate(10, 8);
+      CHECK(inner.net_bytes() == 4096);
+      CHECK(outer.net_bytes() == 1024 + 4096);
+    }  // b released inside inner
+    CHECK(outer.net_bytes() == 1024);
+    CHECK(outer.peak_bytes() == 5120);
+  }
+  CHECK(test::find_entry("test/scope/outer/inner", entry_kind::scope).peak_bytes == 4096);
+  const arenastat::entry outer = test::find_entry("test/scope/outer", entry_kind::scope);
+  CHECK(outer.peak_bytes == 5120);
+  CHECK(test::tag_of(outer.at_peak, "node") == 1024);
+  CHECK(test::tag_of(outer.at_peak, "resource") == 4096);
+}
+
+TEST_CASE("a chunk released after its scope ended is not credited to a later scope", "[scope]") {
+  arena_resource a{"node", chunks_of(4096)};
+  {
+    scope first{"test/scope/first"};
+    (void)a.allocate(10, 8);
+  }
+  CHECK(test::find_entry("test/scope/first", entry_kind::scope).last_peak_bytes == 4096);
+  scope later{"test/scope/later"};
+  a.release();
+  CHECK(later.net_bytes() == 0);
+  CHECK(later.peak_bytes() == 0);
+}
+
+TEST_CASE("a release credits the scopes that were charged, not newer ones", "[scope]") {
+  scope outer{"test/scope/credit-outer"};
+  arena_resource a{"node", chunks_of(4096)};
+  (void)a.allocate(10, 8);
+  scope inner{"test/scope/credit-inner"};
+  a.release();
+  CHECK(outer.net_bytes() == 0);
+  CHECK(inner.net_bytes() == 0);
+}
+
+TEST_CASE("a release on another thread is credited to the owner's active scope", "[scope][threads]") {
+  scope s{"test/scope/cross-thread"};
+  auto* a = new arena_resource{"node", chunks_of(4096)};
+  (void)a->allocate(10, 8);
+  CHECK(s.net_bytes() == 4096);
+  std::thread([a] { delete a; }).join();
+  // Applied at the owner's next tracked event.
+  arena_resource b{"node", chunks_of(1024)};
+  (void)b.allocate(10, 8);
+  CHECK(s.net_bytes() == 1024);
+  CHECK(s.peak_bytes() == 4096);
+}
+
+TEST_CASE("repeated runs are counted; the table keeps last and largest peaks", "[scope]") {
+  for (std::size_t size : {2048, 8192, 4096}) {
+    scope s{"test/scope/repeated"};
+    arena_resource a{"node", chunks_of(size)};
+    (void)a.allocate(10, 8);
+  }
+  const arenastat::entry e = test::find_entry("test/scope/repeated", entry_kind::scope);
+  CHECK(e.count == 3);
+  CHECK(e.last_peak_bytes == 4096);
+  CHECK(e.peak_bytes == 8192);
+  CHECK(e.time_s >= e.last_time_s);
+  CHECK(e.thread != 0);
+}
+
+TEST_CASE("a limit throws at the allocation that would pass it and records oom", "[scope]") {
+  using Catch::Matchers::Contains;
+  arena_resource* keep = nullptr;
+  {
+    scope s{"test/scope/limited", {.limit_bytes = 10000}};
+    arena_resource a{"node", chunks_of(4096)};
+    (void)a.allocate(4000, 8);                 // chunk 1: 4096 <= 10000
+    CHECK_THROWS_MATCHES(a.allocate(4000, 8), arenastat::limit_exceeded,  // chunk 2 would make 12288
+                         Catch::Matchers::Predicate<arenastat::limit_exceeded>([](const auto& e) {
+                           return e.scope_name() == "test/scope/limited" && e.limit() == 10000 &&
+                                  e.net_bytes() == 4096 && e.requested() == 8192;
+                         }));
+    try {
+      (void)a.allocate(4000, 8);
+    } catch (const std::bad_alloc& e) {  // catchable as bad_alloc
+      CHECK_THAT(e.what(), Contains("test/scope/limited") && Contains("10000") && Contains("4096") &&
+                               Contains("8192"));
+    }
+    CHECK(a.chunk_count() == 1);
+    CHECK(s.net_bytes() == 4096);
+    CHECK(s.limit_hit());
+    (void)keep;
+  }
+  const arenastat::entry e = test::find_entry("test/scope/limited", entry_kind::scope);
+  CHECK(e.result == "oom");
+  CHECK(e.oom_count == 1);
+}
+
+TEST_CASE("an outer scope's limit applies to allocations in inner scopes", "[scope]") {
+  scope outer{"test/scope/limit-outer", {.limit_bytes = 6000}};
+  arena_resource a{"node", chunks_of(4096)};
+  (void)a.allocate(10, 8);
+  scope inner{"test/scope/limit-inner"};
+  arena_resource b{"node", chunks_of(4096)};
+  CHECK_THROWS_AS(b.allocate(10, 8), arenastat::limit_exceeded);
+  CHECK(outer.limit_hit());
+  CHECK_FALSE(inner.limit_hit());
+  CHECK(inner.net_bytes() == 0);
+}
+
+TEST_CASE("a scope left by another exception records err", "[scope]") {
+  try {
+    scope s{"test/scope/err"};
+    throw std::runtime_error("boom");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(test::find_entry("test/scope/err", entry_kind::scope).result == "err");
+}
+
+TEST_CASE("user counters are sampled at the peak", "[scope]") {
+  {
+    scope s{"test/scope/counters"};
+    arena_resource a{"node", chunks_of(1024)};
+    s.set_counter("nodes", 10);
+    (void)a.allocate(10, 8);        // peak 1024 with nodes = 10
+    s.set_counter("nodes", 20);
+    (void)a.allocate(1000, 8);      // new chunk 2048: peak 3072 with nodes = 20
+    s.set_counter("nodes", 30);
+    s.set_counter("late", 5); // born after the peak
+  }
+  const arenastat::entry e = test::find_entry("test/scope/counters", entry_kind::scope);
+  REQUIRE(e.counters.size() == 2);
+  CHECK(e.counters[0] == arenastat::counter_value{"nodes", 20});
+  CHECK(e.counters[1] == arenastat::counter_value{"late", 0});
+}
+
+TEST_CASE("counters of a scope that never allocates keep their last value", "[scope]") {
+  {
+    scope s{"test/scope/counters-idle"};
+    s.set_counter("items", 3);
+    s.set_counter("items", 7);
+  }
+  CHECK(test::find_entry("test/scope/counters-idle", entry_kind::scope).counters ==
+        std::vector<arenastat::counter_value>{{"items", 7}});
+}
+
+TEST_CASE("bad scope names and counters are rejected clearly", "[scope]") {
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(scope(""), Contains("empty name"));
+  scope s{"test/scope/bad-counters"};
+  CHECK_THROWS_WITH(s.set_counter("", 1), Contains("counter name"));
+  CHECK_THROWS_WITH(s.set_counter("a-counter-name-much-too-long", 1), Contains("counter name"));
+  for (int i = 0; i < 8; ++i) s.set_counter("c" + std::to_string(i), i);
+  CHECK_THROWS_WITH(s.set_counter("c8", 1), Contains("already has 8 counters"));
+}
+
+TEST_CASE("scopes nest 64 deep; the 65th is refused", "[scope]") {
+  std::vector<std::unique_ptr<scope>> stack;
+  for (int i = 0; i < 64; ++i) stack.push_back(std::make_unique<scope>("test/scope/deep"));
+  CHECK_THROWS_AS(scope("test/scope/too-deep"), std::length_error);
+  arena_resource a{"node", chunks_of(1024)};
+  (void)a.allocate(10, 8);
+  CHECK(stack.front()->net_bytes() == 1024);
+  CHECK(stack.back()->net_bytes() == 1024);
+  while (!stack.empty()) stack.pop_back();
+  CHECK(test::find_entry("test/scope/deep", entry_kind::scope).count >= 64);
+}
+
+TEST_CASE("scopes on different threads are independent", "[scope][threads]") {
+  std::atomic<int> ready{0};
+  std::int64_t seen[2] = {};
+  auto work = [&](const char* name, std::size_t chunk, std::int64_t* net) {
+    scope s{name};
+    arena_resource a{"node", chunks_of(chunk)};
+    (void)a.allocate(10, 8);
+    ready.fetch_add(1);
+    while (ready.load() < 2) std::this_thread::yield();  // both hold their chunk at once
+    *net = s.net_bytes();
+  };
+  std::thread t1(work, "test/scope/thread-a", 2048, &seen[0]);
+  std::thread t2(work, "test/scope/thread-b", 8192, &seen[1]);
+  t1.join();
+  t2.join();
+  CHECK(seen[0] == 2048);
+  CHECK(seen[1] == 8192);
+  CHECK(test::find_entry("test/scope/thread-a", entry_kind::scope).peak_bytes == 2048);
+  CHECK(test::find_entry("test/scope/thread-b", entry_kind::scope).peak_bytes == 8192);
+}
+
+TEST_CASE("reset_peaks makes scope entries forget their largest run", "[scope]") {
+  {
+    scope s{"test/scope/reset"};
+    arena_resource a{"node", chunks_of(8192)};
+    (void)a.allocate(10, 8);
+  }
+  arenastat::reset_peaks();
+  CHECK(test::find_entry("test/scope/reset", entry_kind::scope).peak_bytes == 0);
+  {
+    scope s{"test/scope/reset"};
+    arena_resource a{"node", chunks_of(1024)};
+    (void)a.allocate(10, 8);
+  }
+  const arenastat::entry e = test::find_entry("test/scope/reset", entry_kind::scope);
+  CHECK(e.peak_bytes == 1024);
+  CHECK(e.count == 2);
+}
