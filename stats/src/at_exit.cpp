@@ -1,0 +1,158 @@
+// The report printed when the process exits: from code (print_at_exit) or from
+// the environment (ARENASTAT_AT_EXIT, ARENASTAT_AT_EXIT_FILE).
+//
+// The exit handler is registered with std::atexit during the library's static
+// initialisation, whether or not a report is wanted, so that it runs after the
+// destructors of every static object constructed later (scopes ending during
+// static destruction are in the report). Its state is never destroyed and the
+// report goes out with write(2), so nothing it uses can have been torn down.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "arenastat/report.hpp"
+#include "arenastat/table.hpp"
+#include "autostart.hpp"
+
+namespace arenastat {
+
+namespace {
+
+struct at_exit_state {
+  std::mutex mu;
+  bool armed = false;       // a report is wanted
+  pid_t pid = 0;            // process that asked (a fork()ed child stays silent)
+  report_options options;
+  bool to_file = false;
+  std::string file;         // ARENASTAT_AT_EXIT_FILE when armed
+};
+
+// Eternal: allocated once, never freed, usable during static destruction.
+at_exit_state& state() {
+  static at_exit_state* s = new at_exit_state;
+  return *s;
+}
+
+void write_all(int fd, const char* data, std::size_t len) noexcept {
+  while (len > 0) {
+    const ssize_t n = ::write(fd, data, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    data += n;
+    len -= static_cast<std::size_t>(n);
+  }
+}
+
+void write_all(int fd, const std::string& s) noexcept { write_all(fd, s.data(), s.size()); }
+
+void write_stderr(const char* s) noexcept { write_all(2, s, std::strlen(s)); }
+
+// Messages of parse_report_options start with "arenastat: "; drop it when the
+// message is embedded in a line that already starts so.
+std::string_view without_prefix(std::string_view msg) {
+  constexpr std::string_view prefix = "arenastat: ";
+  if (msg.substr(0, prefix.size()) == prefix) msg.remove_prefix(prefix.size());
+  return msg;
+}
+
+void print_report_at_exit() noexcept {
+  at_exit_state& st = state();
+  report_options options;
+  std::string file;
+  bool to_file = false;
+  {
+    std::lock_guard lock(st.mu);
+    if (!st.armed || st.pid != ::getpid()) return;
+    st.armed = false;  // once, whatever happens next
+    options = st.options;
+    to_file = st.to_file;
+    file = st.file;
+  }
+  try {
+    const std::string text = render_report(snapshot(), read_process_info(), options);
+    int fd = 2;
+    if (to_file) {
+      fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+      if (fd < 0) {
+        write_all(2, "arenastat: cannot open ARENASTAT_AT_EXIT_FILE '" + file +
+                         "': " + std::strerror(errno) + "; printing the report to stderr\n");
+        fd = 2;
+      }
+    }
+    write_all(fd, text);
+    if (fd != 2) ::close(fd);
+  } catch (const std::exception& e) {
+    write_stderr("arenastat: the at-exit report failed: ");
+    write_stderr(e.what());
+    write_stderr("\n");
+  } catch (...) {
+    write_stderr("arenastat: the at-exit report failed\n");
+  }
+}
+
+// Registers the exit handler once. Throws std::runtime_error if atexit refuses.
+void register_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::atexit(print_report_at_exit) != 0)
+      throw std::runtime_error("arenastat: std::atexit refused the at-exit report");
+  });
+}
+
+void arm(const report_options& options) {
+  const char* file = std::getenv("ARENASTAT_AT_EXIT_FILE");
+  at_exit_state& st = state();
+  std::lock_guard lock(st.mu);
+  st.armed = true;
+  st.pid = ::getpid();
+  st.options = options;
+  st.to_file = file && *file;
+  st.file = st.to_file ? file : "";
+}
+
+}  // namespace
+
+void print_at_exit(std::string_view options) {
+  const report_options parsed = parse_report_options(options);
+  register_handler();
+  arm(parsed);
+}
+
+namespace detail {
+
+void start_at_exit_from_env() noexcept {
+  try {
+    register_handler();
+    const char* value = std::getenv("ARENASTAT_AT_EXIT");
+    if (!value || !*value || std::strcmp(value, "0") == 0) return;
+    report_options options;  // "1": the defaults
+    if (std::strcmp(value, "1") != 0) {
+      try {
+        options = parse_report_options(value);
+      } catch (const std::invalid_argument& e) {
+        write_all(2, std::string("arenastat: warning: ignoring ARENASTAT_AT_EXIT='") + value +
+                         "' (" + std::string(without_prefix(e.what())) +
+                         "); the default report will be printed at exit\n");
+        options = report_options{};
+      }
+    }
+    arm(options);
+  } catch (const std::exception& e) {
+    write_stderr("arenastat: cannot set up the at-exit report: ");
+    write_stderr(e.what());
+    write_stderr("\n");
+  } catch (...) {
+    write_stderr("arenastat: cannot set up the at-exit report\n");
+  }
+}
+
+}  // namespace detail
+
+}  // namespace arenastat

@@ -1,0 +1,299 @@
+// At-exit printing, tested in child processes (child/at_exit_child.cpp) run
+// with the environment set: text to stderr, JSON to a file, bad values, the
+// API, static destruction and fork().
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "arenastat/report.hpp"
+
+extern char** environ;
+
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using nlohmann::json;
+
+namespace {
+
+struct run_result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs `program mode` with the current environment minus every ARENASTAT_*
+// variable, plus `env` ("NAME=value" strings); captures stdout and stderr.
+run_result run_child(const char* program, std::vector<std::string> env,
+                     const char* mode = nullptr) {
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "ARENASTAT_", 10) != 0) env.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<char*> argv{const_cast<char*>(program)};
+  if (mode) argv.push_back(const_cast<char*>(mode));
+  argv.push_back(nullptr);
+
+  int out_pipe[2], err_pipe[2];
+  REQUIRE(::pipe2(out_pipe, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(err_pipe, O_CLOEXEC) == 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, program, &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  REQUIRE(rc == 0);
+
+  run_result r;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&r.out, &r.err};
+  int open_count = 2;
+  while (open_count > 0) {
+    if (::poll(fds, 2, -1) < 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      char buf[4096];
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<std::size_t>(n));
+      } else {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_count;
+      }
+    }
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+run_result run_child(std::vector<std::string> env, const char* mode = nullptr) {
+  return run_child(ARENASTAT_AT_EXIT_CHILD, std::move(env), mode);
+}
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Whitespace-separated fields of the first line that ends with `name`.
+std::vector<std::string> row_fields(const std::string& text, const std::string& name) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.size() < name.size() || line.compare(line.size() - name.size(), name.size(), name))
+      continue;
+    std::istringstream words(line);
+    std::vector<std::string> fields;
+    for (std::string w; words >> w;) fields.push_back(w);
+    return fields;
+  }
+  return {};
+}
+
+std::string temp_path(const char* suffix) {
+  static int n = 0;
+  return "/tmp/arenastat-report-test-" + std::to_string(::getpid()) + "-" + std::to_string(++n) +
+         suffix;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const json& entry_named(const json& j, const std::string& name) {
+  for (const auto& e : j.at("entries"))
+    if (e.at("name") == name) return e;
+  FAIL("no entry named " << name);
+  throw;  // not reached
+}
+
+// The two entries every child run produces (see at_exit_child.cpp).
+void check_child_entries(const json& j) {
+  CHECK(j.at("version") == 1);
+  CHECK(j.at("pid").get<int>() > 0);
+  CHECK(j.at("process").at("rss_bytes").get<std::uint64_t>() > 0);
+  const json& work = entry_named(j, "child/work");
+  CHECK(work.at("kind") == "scope");
+  CHECK(work.at("peak_bytes") == 4096);
+  CHECK(work.at("at_peak") == json{{"node", 4096}});
+  CHECK(work.at("count") == 1);
+  CHECK(work.at("last_peak_bytes") == 4096);
+  CHECK(work.at("counters") == json{{"nodes", 3}});
+  CHECK(work.at("result") == "ok");
+  const json& cache = entry_named(j, "child/cache");
+  CHECK(cache.at("kind") == "account");
+  CHECK(cache.at("peak_bytes") == 300);
+  CHECK(cache.at("at_peak") == json{{"heap", 300}});
+  CHECK(cache.at("live_bytes") == 200);
+  CHECK(cache.at("allocated_bytes") == 300);
+  CHECK(cache.at("allocations") == 3);
+  CHECK(cache.at("frees") == 1);
+}
+
+}  // namespace
+
+TEST_CASE("at exit: nothing is printed when ARENASTAT_AT_EXIT is unset, empty or 0",
+          "[at_exit]") {
+  for (const auto& env : {std::vector<std::string>{}, std::vector<std::string>{"ARENASTAT_AT_EXIT="},
+                          std::vector<std::string>{"ARENASTAT_AT_EXIT=0"}}) {
+    const run_result r = run_child(env);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("at exit: ARENASTAT_AT_EXIT=1 prints the default text report to stderr",
+          "[at_exit]") {
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=1"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, StartsWith("arenastat report\nLegend:\n"));
+  CHECK(occurrences(r.err, "arenastat report") == 1);
+  CHECK_THAT(r.err, Contains("Scopes (1):\npeak  node  counters  count   time  result  thread  name\n"));
+  const auto work = row_fields(r.err, "child/work");
+  REQUIRE(work.size() == 8);
+  CHECK(work[0] == "4096");     // peak
+  CHECK(work[1] == "4096");     // node at peak
+  CHECK(work[2] == "nodes=3");
+  CHECK(work[3] == "1");        // count
+  CHECK(work[5] == "ok");
+  CHECK(work[6] != "0");        // thread id
+  CHECK_THAT(r.err, Contains("Accounts (1):\npeak  live  allocated  allocations  frees  heap  name\n"
+                             " 300   200        300            3      1   300  child/cache\n"));
+  CHECK_THAT(r.err, Contains("Total: 2 entries shown; scope peaks sum to 4096; account peaks "
+                             "sum to 300, live 200\n"));
+}
+
+TEST_CASE("at exit: an option string is applied", "[at_exit]") {
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=-H -s=1k"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("4.0K  4.0K  nodes=3"));
+  CHECK_THAT(r.err, Contains("Accounts: none shown\n"));
+  CHECK_THAT(r.err, Contains("(1 entry smaller than 1.0K omitted)\n"));
+}
+
+TEST_CASE("at exit: --json goes to ARENASTAT_AT_EXIT_FILE and parses", "[at_exit]") {
+  const std::string path = temp_path(".json");
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=--json", "ARENASTAT_AT_EXIT_FILE=" + path});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  const std::string text = read_file(path);
+  std::remove(path.c_str());
+  REQUIRE_FALSE(text.empty());
+  check_child_entries(json::parse(text));
+}
+
+TEST_CASE("at exit: --json without a file goes to stderr", "[at_exit]") {
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=--json --sort=name"});
+  CHECK(r.exit_code == 0);
+  const json j = json::parse(r.err);
+  check_child_entries(j);
+  CHECK(j.at("entries").at(0).at("name") == "child/cache");
+}
+
+TEST_CASE("at exit: a bad value gives one warning, then the default report", "[at_exit]") {
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=-s=10x"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, StartsWith(
+      "arenastat: warning: ignoring ARENASTAT_AT_EXIT='-s=10x' (bad option '-s=10x': invalid "
+      "size '10x': expected a whole number of bytes with an optional suffix k, m or g (e.g. "
+      "4096, 64k, 10m)); the default report will be printed at exit\narenastat report\n"));
+  CHECK(occurrences(r.err, "warning") == 1);
+  CHECK(occurrences(r.err, "arenastat report") == 1);
+  CHECK(row_fields(r.err, "child/work").at(0) == "4096");
+}
+
+TEST_CASE("at exit: --json with --tree is a bad value too", "[at_exit]") {
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=--json --tree"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, StartsWith("arenastat: warning: ignoring ARENASTAT_AT_EXIT='--json --tree' "
+                               "(bad option '--json' with '--tree': choose one output format); "
+                               "the default report will be printed at exit\narenastat report\n"));
+}
+
+TEST_CASE("at exit: a file that cannot be opened is named, and stderr gets the report",
+          "[at_exit]") {
+  const run_result r = run_child(
+      {"ARENASTAT_AT_EXIT=1", "ARENASTAT_AT_EXIT_FILE=/nonexistent-arenastat-dir/report.txt"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, StartsWith("arenastat: cannot open ARENASTAT_AT_EXIT_FILE "
+                               "'/nonexistent-arenastat-dir/report.txt': No such file or "
+                               "directory; printing the report to stderr\narenastat report\n"));
+}
+
+TEST_CASE("at exit: print_at_exit prints once, with the options of the last call",
+          "[at_exit]") {
+  const run_result r = run_child({}, "api");
+  CHECK(r.exit_code == 0);
+  CHECK(occurrences(r.err, "arenastat report") == 1);
+  CHECK_THAT(r.err, !Contains("\"version\""));
+  CHECK_THAT(r.err, Contains("4.0K  4.0K  nodes=3"));
+}
+
+TEST_CASE("at exit: print_at_exit replaces the environment's options", "[at_exit]") {
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=--tree"}, "api");
+  CHECK(r.exit_code == 0);
+  CHECK(occurrences(r.err, "arenastat report") == 1);
+  CHECK_THAT(r.err, !Contains("tree"));
+}
+
+TEST_CASE("at exit: print_at_exit rejects bad options at once", "[at_exit]") {
+  CHECK_THROWS_WITH(arenastat::print_at_exit("--bogus"), Contains("'--bogus'"));
+  CHECK_THROWS_AS(arenastat::print_at_exit("-s=10x"), std::invalid_argument);
+}
+
+TEST_CASE("at exit: scopes that end during static destruction are in the report",
+          "[at_exit]") {
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=--json"}, "late");
+  CHECK(r.exit_code == 0);
+  const json j = json::parse(r.err);
+  check_child_entries(j);
+  const json& late = entry_named(j, "child/late");
+  CHECK(late.at("peak_bytes") == 8192);
+  CHECK(late.at("at_peak") == json{{"node", 8192}});
+}
+
+TEST_CASE("at exit: a fork()ed copy that exits prints nothing", "[at_exit]") {
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=1"}, "fork");
+  CHECK(r.exit_code == 0);
+  CHECK(occurrences(r.err, "arenastat report") == 1);
+}
+
+TEST_CASE("at exit: jemalloc totals are reported when jemalloc is the allocator",
+          "[at_exit]") {
+  const run_result r = run_child(ARENASTAT_AT_EXIT_CHILD_JE, {"ARENASTAT_AT_EXIT=--json"});
+  CHECK(r.exit_code == 0);
+  const json j = json::parse(r.err);
+  check_child_entries(j);
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizer's malloc is the process allocator, not the jemalloc library.
+  CHECK_FALSE(j.at("process").contains("jemalloc"));
+#else
+  const json& je = j.at("process").at("jemalloc");
+  CHECK(je.at("allocated_bytes").get<std::uint64_t>() > 0);
+  CHECK(je.at("active_bytes") >= je.at("allocated_bytes"));
+  CHECK(je.at("resident_bytes") >= je.at("active_bytes"));
+  CHECK(je.at("mapped_bytes") >= je.at("active_bytes"));
+#endif
+}

@@ -1,0 +1,75 @@
+// Helper program for the at-exit tests (tests/report/at_exit_test.cpp): does a
+// little tracked work, then exits normally. The report, if any, comes from the
+// library's at-exit hook, driven by the environment or by print_at_exit.
+//
+//   at_exit_child           scope "child/work" and account "child/cache"
+//   at_exit_child api       the same, then print_at_exit("--json") and
+//                           print_at_exit("-H --sort=name") (the last wins)
+//   at_exit_child late      the same, plus scope "child/late" run by the
+//                           destructor of a static object
+//   at_exit_child fork      the same, then a fork()ed child that calls exit(0)
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arenastat/arenastat.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+
+namespace {
+
+void* kept[2];  // live blocks of child/cache at exit (reachable: not a leak)
+
+// child/cache: three 100-byte blocks, one freed: peak 300, live 200.
+// child/work: one arena chunk of 4096 bytes (tag node), nodes=3.
+void work() {
+  static arenastat::tracking_resource cache("child/cache");
+  void* first = cache.allocate(100);
+  kept[0] = cache.allocate(100);
+  kept[1] = cache.allocate(100);
+  cache.deallocate(first, 100);
+
+  arenastat::scope s{"child/work"};
+  s.set_counter("nodes", 3);
+  arenastat::arena_resource arena("node");
+  (void)arena.allocate(1000);
+}
+
+// Constructed in main, so destroyed before the at-exit report runs.
+struct late_work {
+  ~late_work() {
+    arenastat::scope s{"child/late"};
+    arenastat::arena_options options;
+    options.initial_chunk = 8192;
+    arenastat::arena_resource arena("node", options);
+    (void)arena.allocate(10);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const char* mode = argc > 1 ? argv[1] : "";
+  work();
+  if (std::strcmp(mode, "api") == 0) {
+    arenastat::print_at_exit("--json");
+    arenastat::print_at_exit("-H --sort=name");
+  } else if (std::strcmp(mode, "late") == 0) {
+    static late_work late;
+  } else if (std::strcmp(mode, "fork") == 0) {
+    const pid_t pid = ::fork();
+    if (pid < 0) return 3;
+    if (pid == 0) std::exit(0);  // runs the exit handlers in the forked copy
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 4;
+  } else if (*mode) {
+    std::fprintf(stderr, "at_exit_child: unknown mode '%s'\n", mode);
+    return 2;
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "at_exit_child: %s\n", e.what());
+  return 1;
+}
