@@ -1,0 +1,56 @@
+// The control server: lets `arenastat <pid> <command>` query a running process
+// over a Unix domain socket, the way `jcmd` queries a JVM.
+//
+// Started by ARENASTAT_CONTROL=1 in the environment or by control::start();
+// stopped at exit. The socket is <dir>/<pid>.sock where <dir> is
+// $ARENASTAT_SOCKET_DIR or /tmp/arenastat-<uid>; the directory must be owned
+// by the process's user with mode 0700 (created so if missing), the socket is
+// 0600, and only peers with the same effective uid (or root) are answered.
+// One thread serves every client with poll(); answers are rendered from a
+// snapshot of the table. Wire protocol and commands: docs/cli.md.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace arenastat::control {
+
+struct options {
+  std::string socket_dir;                                 // "": $ARENASTAT_SOCKET_DIR or /tmp/arenastat-<uid>
+  std::chrono::milliseconds request_timeout{2000};        // accept -> full request line
+  std::chrono::milliseconds response_timeout{10000};      // request -> response fully sent
+  std::size_t max_clients = 128;                          // more at once get "error server busy"
+};
+
+// Starts the server and returns the socket path; when it already runs, returns
+// its path and changes nothing. Throws std::runtime_error saying what is wrong
+// (insecure or unusable directory, path too long, bind/listen failure).
+std::string start(const options& opts = {});
+
+// Stops the server, joins its thread and removes the socket. No-op when not
+// running. Also run at exit.
+void stop() noexcept;
+
+bool running() noexcept;
+std::string socket_path();  // "" when not running
+
+// $ARENASTAT_SOCKET_DIR, else /tmp/arenastat-<euid>.
+std::string default_socket_dir();
+
+// Connection counters since the process started.
+struct counters {
+  std::uint64_t served = 0;        // requests answered (ok or error)
+  std::uint64_t refused = 0;       // peers of another uid, closed without an answer
+  std::uint64_t timed_out = 0;     // clients that missed a deadline
+  std::uint64_t bad_requests = 0;  // malformed, over-long or unterminated request lines
+  std::uint64_t busy = 0;          // turned away because max_clients were connected
+};
+counters connection_counters() noexcept;
+
+// Executes one request line (without its LF) as the server would and returns
+// the whole response: "ok\n<body>" or "error <message>\n". Thread-safe.
+std::string handle_request(std::string_view line);
+
+}  // namespace arenastat::control

@@ -1,0 +1,68 @@
+// Baseline and diff: what changed between two snapshots of the table, like
+// HotSpot NMT's `baseline` and `summary.diff`.
+//
+//   auto before = arenastat::snapshot();
+//   ... run the suspect workload ...
+//   std::cout << arenastat::render_diff(arenastat::diff_entries(before, arenastat::snapshot()),
+//                                       arenastat::parse_report_options("-H"));
+//
+// Each entry is compared on four figures:
+//   live         account: live bytes; scope: 0 (scopes are folded when they end)
+//   peak         account: peak bytes; scope: largest peak of any run
+//   count        account: live blocks (allocations - frees); scope: runs folded
+//   allocations  account: allocations made; scope: 0
+// An entry only in the current snapshot is "new", only in the baseline "vanished".
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "arenastat/report.hpp"
+#include "arenastat/table.hpp"
+
+namespace arenastat {
+
+enum class diff_status { changed, unchanged, added, vanished };
+
+struct diff_figure {
+  std::int64_t before = 0;
+  std::int64_t after = 0;
+  std::int64_t change() const noexcept { return after - before; }
+  bool operator==(const diff_figure&) const = default;
+};
+
+struct diff_entry {
+  std::string name;
+  entry_kind kind = entry_kind::scope;
+  diff_status status = diff_status::unchanged;
+  diff_figure live, peak, count, allocations;
+};
+
+// The figures above for one entry.
+std::int64_t entry_live(const entry& e) noexcept;
+std::int64_t entry_count(const entry& e) noexcept;
+std::int64_t entry_allocations(const entry& e) noexcept;
+
+// Every entry of either snapshot (matched by kind and name), unchanged ones
+// included, ordered by kind then name.
+std::vector<diff_entry> diff_entries(const std::vector<entry>& baseline,
+                                     const std::vector<entry>& current);
+
+// Describes the baseline in the rendered header ("" and 0: left out).
+struct diff_source {
+  std::string baseline_time;    // e.g. "2026-11-22 02:30:00 UTC"
+  double baseline_age_s = 0;    // seconds since the baseline was taken
+};
+
+// Renders a diff with the report option grammar (report.hpp):
+//   -s=SIZE  hide entries whose live and peak changes are both below SIZE
+//   -H       human-readable sizes
+//   --sort=peak (default: larger of |live change| and |peak change|),
+//          live (|live change|), count (|count change|), name
+//   --top=N  at most N entries;  --json  JSON (docs/cli.md)
+// Unchanged entries are never listed, only counted. A TOTAL line sums every
+// entry. Throws std::invalid_argument for --tree.
+std::string render_diff(const std::vector<diff_entry>& diff, const report_options& options,
+                        const diff_source& source = {});
+
+}  // namespace arenastat

@@ -1,0 +1,66 @@
+// Summary dumps: a timestamped text file of every entry, sorted by size or by
+// count with a TOTAL line first, so that two dumps taken before and after a
+// load can be compared to find a leak (the live `diff` command does the same
+// comparison inside the process).
+//
+// Written on request (`arenastat <pid> dump`, arenastat::write_dump) or on a
+// signal: ARENASTAT_DUMP_SIGNAL=USR1|USR2 or install_dump_signal(). The
+// signal handler only writes a byte to a pipe; a thread writes the file.
+//
+// File format (docs/cli.md):
+//   TOTAL size=<bytes> count=<n> entries=<k> pid=<pid> program=<name> time=<YYYY-mm-dd HH:MM:SS UTC> sort=size|count
+//                   size            count             peak  kind     name
+//   <one line per entry, largest first>
+// size:  account: live bytes;  scope: largest peak of any run
+// count: account: live blocks; scope: runs
+#pragma once
+#include <cstdint>
+#include <ctime>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "arenastat/table.hpp"
+
+namespace arenastat {
+
+enum class dump_sort { size, count };
+
+// Parses "size" or "count". Throws std::invalid_argument naming the text.
+dump_sort parse_dump_sort(std::string_view text);
+
+// ARENASTAT_DUMP_SORT, or dump_sort::size when unset or invalid
+// (an invalid value is reported once at start-up, by the control hooks).
+dump_sort dump_sort_from_env() noexcept;
+
+struct dump_header {
+  int pid = 0;
+  std::string program;
+  std::time_t time = 0;
+};
+
+// The summary text of `entries` (pure; used by write_dump and tests).
+std::string render_dump(const std::vector<entry>& entries, dump_sort sort, const dump_header& header);
+
+// "arenastat.<pid>.<YYYYmmddHHMMSS>.txt", the time in UTC.
+std::string dump_file_name(int pid, std::time_t time);
+
+// Takes a snapshot and writes its summary. With an empty `path` the file is
+// dump_file_name(getpid(), now) in $ARENASTAT_DUMP_DIR (default: the working
+// directory), never overwriting an existing file (".1", ".2", ... is inserted
+// before ".txt" instead); a given `path` is created or replaced. Returns the
+// absolute path written. Throws std::system_error naming the path on failure.
+std::string write_dump(std::string_view path = {},
+                       std::optional<dump_sort> sort = std::nullopt);
+
+// Makes `signal_number` (SIGUSR1 or SIGUSR2) write a dump with an empty path.
+// Starts the dump thread on first use; stopped at exit. Throws
+// std::invalid_argument for any other signal, std::system_error if the pipe,
+// thread or handler cannot be set up.
+void install_dump_signal(int signal_number);
+
+// Restores the signal's previous action and stops the dump thread.
+void remove_dump_signal() noexcept;
+
+}  // namespace arenastat

@@ -1,0 +1,178 @@
+// What the control server answers (control::handle_request): one function per
+// command, each rendering from a snapshot. The baseline lives here.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "arenastat/control.hpp"
+#include "arenastat/diff.hpp"
+#include "arenastat/dump.hpp"
+#include "arenastat/report.hpp"
+#include "arenastat/size.hpp"
+#include "arenastat/table.hpp"
+#include "control_internal.hpp"
+#include "control_request.hpp"
+
+namespace arenastat::control {
+namespace {
+
+struct baseline_store {
+  std::mutex mutex;
+  bool taken = false;
+  std::vector<entry> entries;
+  std::time_t wall = 0;
+  std::chrono::steady_clock::time_point steady;
+};
+baseline_store& baseline() {
+  static baseline_store* b = new baseline_store;  // eternal
+  return *b;
+}
+
+std::string ok(std::string body) { return "ok\n" + std::move(body); }
+
+std::string help_body() {
+  std::string out = "Commands (arenastat <pid> <command> [arguments]):\n";
+  for (const wire::command_info& c : wire::commands()) {
+    std::string synopsis(c.name);
+    if (!c.arguments.empty()) synopsis += " " + std::string(c.arguments);
+    out += "  " + synopsis + "\n      " + std::string(c.description) + "\n";
+  }
+  return out;
+}
+
+std::string info_body() {
+  const counters c = connection_counters();
+  std::string out;
+  out += "pid " + std::to_string(::getpid()) + "\n";
+  out += "program " + detail::program_name() + "\n";
+  out += "socket " + socket_path() + "\n";
+  out += "served " + std::to_string(c.served) + "\n";
+  out += "refused " + std::to_string(c.refused) + "\n";
+  out += "timed_out " + std::to_string(c.timed_out) + "\n";
+  out += "bad_requests " + std::to_string(c.bad_requests) + "\n";
+  out += "busy " + std::to_string(c.busy) + "\n";
+  {
+    baseline_store& b = baseline();
+    std::lock_guard lock(b.mutex);
+    out += "baseline " + (b.taken ? detail::utc_time_string(b.wall) : std::string("none")) + "\n";
+  }
+  return out;
+}
+
+std::string baseline_body() {
+  std::vector<entry> now = snapshot();
+  baseline_store& b = baseline();
+  std::lock_guard lock(b.mutex);
+  b.entries = std::move(now);
+  b.taken = true;
+  b.wall = std::time(nullptr);
+  b.steady = std::chrono::steady_clock::now();
+  return "baseline recorded: " + std::to_string(b.entries.size()) + " entries at " +
+         detail::utc_time_string(b.wall) + "\n";
+}
+
+std::string diff_body(const std::string& arguments) {
+  const report_options options = parse_report_options(arguments);
+  if (options.format == report_format::tree) {
+    throw std::invalid_argument("--tree: the diff has no tree view (use text or --json)");
+  }
+  std::vector<entry> before;
+  diff_source source;
+  {
+    baseline_store& b = baseline();
+    std::lock_guard lock(b.mutex);
+    if (!b.taken) throw std::runtime_error("no baseline: run 'arenastat <pid> baseline' first");
+    before = b.entries;
+    source.baseline_time = detail::utc_time_string(b.wall);
+    source.baseline_age_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - b.steady).count();
+  }
+  return render_diff(diff_entries(before, snapshot()), options, source);
+}
+
+std::string reset_body() {
+  reset_peaks();
+  return "peaks reset: " + std::to_string(scope_entry_count()) + " scope entries and " +
+         std::to_string(account_entry_count()) + " accounts now start from their current values\n";
+}
+
+std::string process_body(const std::string& arguments) {
+  bool human = false, json = false;
+  std::size_t pos = 0;
+  while (pos < arguments.size()) {
+    const std::size_t end = arguments.find_first_of(" \t", pos);
+    const std::string word = arguments.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos = end == std::string::npos ? arguments.size() : arguments.find_first_not_of(" \t", end);
+    if (pos == std::string::npos) pos = arguments.size();
+    if (word == "-H") {
+      human = true;
+    } else if (word == "--json") {
+      json = true;
+    } else if (!word.empty()) {
+      throw std::invalid_argument("process: unknown option '" + word + "' (expected -H or --json)");
+    }
+  }
+  const process_info p = read_process_info();
+  if (json) {
+    nlohmann::json j = {{"pid", p.pid},
+                        {"rss_bytes", p.rss_bytes},
+                        {"hwm_bytes", p.hwm_bytes},
+                        {"rss_anon_bytes", p.rss_anon_bytes},
+                        {"jemalloc", p.jemalloc}};
+    if (p.jemalloc) {
+      j["jemalloc_stats"] = {{"allocated", p.je_allocated},
+                             {"active", p.je_active},
+                             {"resident", p.je_resident},
+                             {"mapped", p.je_mapped}};
+    }
+    return j.dump(1) + "\n";
+  }
+  auto size = [human](std::uint64_t v) { return human ? human_size(v) : std::to_string(v); };
+  std::string out = "pid " + std::to_string(p.pid) + "\n";
+  out += "VmRSS    " + size(p.rss_bytes) + "\n";
+  out += "VmHWM    " + size(p.hwm_bytes) + "\n";
+  out += "RssAnon  " + size(p.rss_anon_bytes) + "\n";
+  if (p.jemalloc) {
+    out += "jemalloc allocated " + size(p.je_allocated) + "  active " + size(p.je_active) + "  resident " +
+           size(p.je_resident) + "  mapped " + size(p.je_mapped) + "\n";
+  } else {
+    out += "jemalloc not in use\n";
+  }
+  return out;
+}
+
+std::string dispatch(const wire::request& r) {
+  switch (r.cmd) {
+    case wire::command::help: return help_body();
+    case wire::command::info: return info_body();
+    case wire::command::stats: return report(r.arguments);
+    case wire::command::baseline: return baseline_body();
+    case wire::command::diff: return diff_body(r.arguments);
+    case wire::command::reset: return reset_body();
+    case wire::command::process: return process_body(r.arguments);
+    case wire::command::dump: return write_dump(r.arguments) + "\n";
+  }
+  throw std::logic_error("unhandled command");
+}
+
+}  // namespace
+
+std::string handle_request(std::string_view line) {
+  const wire::parse_result parsed = wire::parse_request(line);
+  if (!parsed.value) return "error " + wire::single_line(parsed.error) + "\n";
+  try {
+    return ok(dispatch(*parsed.value));
+  } catch (const std::exception& e) {
+    return "error " + wire::single_line(e.what()) + "\n";
+  } catch (...) {
+    return "error internal error while answering\n";
+  }
+}
+
+}  // namespace arenastat::control

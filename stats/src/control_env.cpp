@@ -1,0 +1,77 @@
+// Start-up hook (autostart.hpp): ARENASTAT_CONTROL, ARENASTAT_DUMP_SIGNAL and
+// ARENASTAT_DUMP_SORT. A bad value prints one warning naming the variable and
+// what it accepts; nothing here throws or ends the program.
+#include <signal.h>
+
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include "arenastat/control.hpp"
+#include "arenastat/dump.hpp"
+#include "autostart.hpp"
+#include "control_internal.hpp"
+
+namespace arenastat::detail {
+namespace {
+
+std::string_view env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string_view{} : std::string_view{v};
+}
+
+void start_server(std::string_view value) {
+  if (value.empty() || value == "0") return;
+  if (value != "1") {
+    warn("arenastat: ignoring ARENASTAT_CONTROL='" + std::string(value) + "': expected 1 (on) or 0 (off)\n");
+    return;
+  }
+  try {
+    control::start();
+  } catch (const std::exception& e) {
+    warn(std::string(e.what()) + "; the control server is off\n");
+  }
+}
+
+int signal_named(std::string_view name) {
+  if (name.starts_with("SIG")) name.remove_prefix(3);
+  if (name == "USR1") return SIGUSR1;
+  if (name == "USR2") return SIGUSR2;
+  return 0;
+}
+
+void install_dump(std::string_view value) {
+  if (value.empty()) return;
+  const int signo = signal_named(value);
+  if (signo == 0) {
+    warn("arenastat: ignoring ARENASTAT_DUMP_SIGNAL='" + std::string(value) +
+         "': expected USR1 or USR2; no dump signal installed\n");
+    return;
+  }
+  try {
+    install_dump_signal(signo);
+  } catch (const std::exception& e) {
+    warn(std::string("arenastat: ARENASTAT_DUMP_SIGNAL: ") + e.what() + "\n");
+  }
+}
+
+void check_dump_sort(std::string_view value) {
+  if (value.empty() || value == "size" || value == "count") return;
+  warn("arenastat: ignoring ARENASTAT_DUMP_SORT='" + std::string(value) +
+       "': expected size or count; dumps are sorted by size\n");
+}
+
+}  // namespace
+
+void start_control_from_env() noexcept {
+  try {
+    check_dump_sort(env("ARENASTAT_DUMP_SORT"));
+    install_dump(env("ARENASTAT_DUMP_SIGNAL"));
+    start_server(env("ARENASTAT_CONTROL"));
+  } catch (...) {
+    warn("arenastat: the control start-up hook failed unexpectedly; control and dumps are off\n");
+  }
+}
+
+}  // namespace arenastat::detail

@@ -1,0 +1,110 @@
+#include "control_request.hpp"
+
+#include <array>
+
+namespace arenastat::wire {
+namespace {
+
+constexpr std::array<command_info, 8> command_table{{
+    {command::help, "help", "", "list the commands", false},
+    {command::info, "info", "", "pid, program, socket and connection counters of the server", false},
+    {command::stats, "stats", "[-s=SIZE] [-H] [--sort=peak|count|name|live] [--top=N] [--json] [--tree]",
+     "the report of every scope and account", true},
+    {command::baseline, "baseline", "", "record the current entries as the baseline for diff", false},
+    {command::diff, "diff", "[-s=SIZE] [-H] [--sort=peak|count|name|live] [--top=N] [--json]",
+     "every entry's change since the baseline, largest first", true},
+    {command::reset, "reset", "", "reset every peak to its current value", false},
+    {command::process, "process", "[-H] [--json]",
+     "VmRSS, VmHWM, RssAnon and jemalloc's figures when jemalloc is in use", true},
+    {command::dump, "dump", "[PATH]",
+     "write the summary to PATH (default arenastat.<pid>.<YYYYmmddHHMMSS>.txt) and print its path", true},
+}};
+
+bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }
+
+std::string_view trim(std::string_view s) noexcept {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Bytes a request may contain: printable ASCII, TAB, and any byte >= 0x80 (UTF-8 paths).
+bool allowed_byte(unsigned char c) noexcept { return c == '\t' || (c >= 0x20 && c != 0x7f); }
+
+std::string hex_byte(unsigned char c) {
+  constexpr char digits[] = "0123456789abcdef";
+  return {'0', 'x', digits[c >> 4], digits[c & 0xf]};
+}
+
+parse_result fail(std::string message) { return {std::nullopt, std::move(message)}; }
+
+}  // namespace
+
+std::span<const command_info> commands() noexcept { return command_table; }
+
+const command_info* find_command(std::string_view name) noexcept {
+  for (const command_info& c : command_table) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+parse_result parse_request(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.size() >= max_request_bytes) {
+    return fail("request longer than " + std::to_string(max_request_bytes - 1) + " bytes");
+  }
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    if (!allowed_byte(c)) {
+      return fail("request contains control byte " + hex_byte(c) + " at offset " + std::to_string(i));
+    }
+  }
+  const std::string_view text = trim(line);
+  if (text.empty()) return fail("empty request: expected a command (try 'help')");
+
+  std::size_t end = 0;
+  while (end < text.size() && !is_space(text[end])) ++end;
+  const std::string_view word = text.substr(0, end);
+  const std::string_view rest = trim(text.substr(end));
+
+  const command_info* info = find_command(word);
+  if (info == nullptr) {
+    return fail("unknown command '" + single_line(word.substr(0, 64)) + "' (try 'help')");
+  }
+  if (!info->takes_arguments && !rest.empty()) {
+    return fail("command '" + std::string(info->name) + "' takes no arguments, got '" +
+                single_line(rest.substr(0, 64)) + "'");
+  }
+  return {request{info->cmd, std::string(rest)}, {}};
+}
+
+request_reader::state request_reader::feed(std::string_view bytes) {
+  if (state_ != state::incomplete) return state_;
+  seen_ += bytes.size();
+  const std::size_t lf = bytes.find('\n');
+  const std::string_view part = lf == std::string_view::npos ? bytes : bytes.substr(0, lf);
+  // The limit counts the LF: a line of max_request_bytes - 1 bytes plus LF fits.
+  if (line_.size() + part.size() + (lf == std::string_view::npos ? 0 : 1) > max_request_bytes ||
+      (lf == std::string_view::npos && line_.size() + part.size() >= max_request_bytes)) {
+    state_ = state::too_long;
+    line_.clear();
+    return state_;
+  }
+  line_.append(part);
+  if (lf != std::string_view::npos) state_ = state::complete;
+  return state_;
+}
+
+std::string single_line(std::string_view text) {
+  std::string out;
+  const std::size_t n = text.size() < max_request_bytes ? text.size() : max_request_bytes;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    out.push_back(c < 0x20 || c == 0x7f ? ' ' : static_cast<char>(c));
+  }
+  return out;
+}
+
+}  // namespace arenastat::wire

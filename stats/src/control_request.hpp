@@ -1,0 +1,81 @@
+// The control socket's request grammar, shared by the server (stats/src) and
+// the CLI (stats/cli). Self-contained on purpose: it depends on the standard
+// library only, so the fuzz target (fuzz/control_request_fuzz.cpp) compiles it
+// alone.
+//
+//   request line = command [ SP options ] LF        at most max_request_bytes
+//   command      = "help" | "info" | "stats" | "baseline" | "diff" | "reset"
+//                | "process" | "dump"
+//   options      = printable text (bytes 0x20..0x7e and 0x80..0xff, TAB)
+//
+// Every response starts with a status line, "ok" or "error <message>", then
+// the body; the server closes the connection after the body (docs/cli.md).
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace arenastat::wire {
+
+// Longest request line accepted, newline included.
+inline constexpr std::size_t max_request_bytes = 4096;
+
+enum class command { help, info, stats, baseline, diff, reset, process, dump };
+
+struct command_info {
+  command cmd;
+  std::string_view name;
+  std::string_view arguments;    // synopsis of what may follow, "" for none
+  std::string_view description;  // one line
+  bool takes_arguments;
+};
+
+// Every command in the order `help` lists them.
+std::span<const command_info> commands() noexcept;
+
+// The entry for `name`, or nullptr for a word that names no command.
+const command_info* find_command(std::string_view name) noexcept;
+
+struct request {
+  command cmd = command::help;
+  std::string arguments;  // trimmed text after the command word ("" when none)
+};
+
+// Result of parsing one request line: a request, or an error message that
+// names what was wrong (suitable for an "error <message>" status line).
+struct parse_result {
+  std::optional<request> value;
+  std::string error;
+};
+
+// Parses one line without its terminating LF (a trailing CR is dropped).
+parse_result parse_request(std::string_view line);
+
+// Accumulates the bytes of one connection until a full request line arrived.
+class request_reader {
+ public:
+  enum class state {
+    incomplete,  // feed more bytes
+    complete,    // line() holds the request line (LF removed)
+    too_long,    // max_request_bytes passed without a LF
+  };
+
+  // Feeds bytes read from the socket. Bytes after the first LF are ignored.
+  state feed(std::string_view bytes);
+  state current() const noexcept { return state_; }
+  std::string_view line() const noexcept { return line_; }
+  std::size_t bytes_seen() const noexcept { return seen_; }
+
+ private:
+  std::string line_;
+  std::size_t seen_ = 0;
+  state state_ = state::incomplete;
+};
+
+// Turns any text into one safe status-line message: control characters
+// become spaces, and the result is cut to max_request_bytes.
+std::string single_line(std::string_view text);
+
+}  // namespace arenastat::wire

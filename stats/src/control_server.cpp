@@ -1,0 +1,476 @@
+// The control server (control.hpp): a secure Unix socket per process and one
+// thread that serves every client with poll(), each with a deadline and a
+// bounded request line. Requests are answered by handle_request().
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "arenastat/control.hpp"
+#include "control_internal.hpp"
+#include "control_request.hpp"
+
+namespace arenastat::control {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+struct atomic_counters {
+  std::atomic<std::uint64_t> served{0}, refused{0}, timed_out{0}, bad_requests{0}, busy{0};
+};
+
+// What the server thread owns while it runs; shared with stop() for the wake pipe.
+struct server {
+  int listen_fd = -1;
+  int wake_read = -1, wake_write = -1;
+  options opts;
+  std::atomic<bool> stop_requested{false};
+  std::atomic<bool> finished{false};
+};
+
+// Eternal state: the server may be stopped during static destruction.
+struct control_state {
+  std::mutex mutex;  // guards every field below; never taken by the server thread
+  std::shared_ptr<server> srv;
+  std::thread thread;
+  std::string path;
+  std::atomic<pid_t> owner_pid{0};  // the process that started the server (fork check)
+  bool at_exit_registered = false;
+  atomic_counters counts;
+  // The socket path for readers, including the server thread's `info` answer:
+  // a lock of its own, never held while stop() waits for the thread.
+  std::mutex path_mutex;
+  std::string published_path;
+};
+control_state& state() {
+  static control_state* s = new control_state;
+  return *s;
+}
+
+[[noreturn]] void fail(const std::string& what) { throw std::runtime_error("arenastat control: " + what); }
+
+std::string octal_mode(mode_t m) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(m & 07777));
+  return buf;
+}
+
+// Creates `dir` 0700 if missing; refuses a directory we do not own or that
+// group or others may enter.
+void ensure_secure_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) == 0) {
+    ::chmod(dir.c_str(), 0700);  // whatever the umask
+  } else if (errno != EEXIST) {
+    fail("cannot create the socket directory " + dir + ": " + detail::error_text(errno));
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) fail("cannot inspect " + dir + ": " + detail::error_text(errno));
+  if (S_ISLNK(st.st_mode)) fail("socket directory " + dir + " is a symbolic link; refusing to use it");
+  if (!S_ISDIR(st.st_mode)) fail("socket directory " + dir + " exists and is not a directory");
+  if (st.st_uid != ::geteuid()) {
+    fail("socket directory " + dir + " is owned by uid " + std::to_string(st.st_uid) + ", not by this process's uid " +
+         std::to_string(::geteuid()) + "; refusing to start");
+  }
+  if ((st.st_mode & 077) != 0) {
+    fail("socket directory " + dir + " has mode " + octal_mode(st.st_mode) +
+         ", open to group or others; it must be 0700 (chmod 700 " + dir + ")");
+  }
+}
+
+bool process_gone(long pid) { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
+// Removes "<pid>.sock" and ".<pid>.*.tmp" left by processes that no longer exist.
+void remove_stale_sockets(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  const long self = static_cast<long>(::getpid());
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const bool tmp = name.size() > 5 && name[0] == '.' && name.ends_with(".tmp");
+    const std::string digits = tmp ? name.substr(1) : name;
+    char* end = nullptr;
+    const long pid = std::strtol(digits.c_str(), &end, 10);
+    if (pid <= 0 || pid == self || end == digits.c_str()) continue;
+    const std::string_view suffix(end);
+    if ((tmp && suffix.starts_with(".")) || (!tmp && suffix == ".sock")) {
+      if (process_gone(pid)) ::unlink((dir + "/" + name).c_str());
+    }
+  }
+  ::closedir(d);
+}
+
+sockaddr_un address_of(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  return a;
+}
+
+// Binds under a temporary name, sets 0600, listens, renames into place.
+int bind_socket(const std::string& dir, const std::string& path) {
+  const std::string tmp = dir + "/." + std::to_string(::getpid()) + ".tmp";
+  if (tmp.size() >= sizeof(sockaddr_un::sun_path)) {
+    fail("socket path " + tmp + " is longer than " + std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
+         " bytes; set ARENASTAT_SOCKET_DIR to a shorter directory");
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) fail("socket(): " + detail::error_text(errno));
+  ::unlink(tmp.c_str());
+  const sockaddr_un a = address_of(tmp);
+  auto give_up = [&](const std::string& what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    fail(what + ": " + detail::error_text(err));
+  };
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) give_up("cannot bind " + tmp);
+  if (::chmod(tmp.c_str(), 0600) != 0) give_up("cannot chmod 0600 " + tmp);
+  if (::listen(fd, 128) != 0) give_up("cannot listen on " + tmp);
+  // rename() atomically replaces a stale socket left by a dead process with our pid.
+  if (::rename(tmp.c_str(), path.c_str()) != 0) give_up("cannot rename " + tmp + " to " + path);
+  return fd;
+}
+
+// ---- the server thread ----------------------------------------------------
+
+struct client {
+  int fd = -1;
+  wire::request_reader reader;
+  std::string response;
+  std::size_t sent = 0;
+  bool writing = false;
+  clock::time_point deadline;
+};
+
+bool peer_allowed(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
+  return cred.uid == ::geteuid() || cred.uid == 0;
+}
+
+// Reads and drops what a client still sends, so close() does not reset the
+// connection before the client has read our answer.
+void drain_and_close(int fd) {
+  char sink[4096];
+  for (int i = 0; i < 16; ++i) {
+    if (::recv(fd, sink, sizeof sink, MSG_DONTWAIT) <= 0) break;
+  }
+  ::shutdown(fd, SHUT_RDWR);
+  ::close(fd);
+}
+
+void best_effort_send(int fd, std::string_view text) {
+  [[maybe_unused]] const ssize_t n = ::send(fd, text.data(), text.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+class server_loop {
+ public:
+  server_loop(server& s, atomic_counters& counts) : s_(s), counts_(counts) {}
+
+  void run() {
+    std::vector<pollfd> fds;
+    while (!s_.stop_requested.load(std::memory_order_acquire)) {
+      fds.clear();
+      fds.push_back({s_.wake_read, POLLIN, 0});
+      fds.push_back({s_.listen_fd, POLLIN, 0});
+      for (const client& c : clients_) fds.push_back({c.fd, static_cast<short>(c.writing ? POLLOUT : POLLIN), 0});
+      const int n = ::poll(fds.data(), fds.size(), poll_timeout_ms());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        detail::warn("arenastat control: poll failed: " + detail::error_text(errno) + "; server stopped\n");
+        break;
+      }
+      if (fds[0].revents != 0) drain_wake();
+      if (s_.stop_requested.load(std::memory_order_acquire)) break;
+      for (std::size_t i = 0; i < clients_.size(); ++i) {
+        if (fds[i + 2].revents != 0) serve(clients_[i], fds[i + 2].revents);
+      }
+      expire_deadlines();
+      std::erase_if(clients_, [](const client& c) { return c.fd < 0; });
+      if (fds[1].revents != 0) accept_all();
+    }
+    for (client& c : clients_) drain_and_close(c.fd);
+    clients_.clear();
+  }
+
+ private:
+  int poll_timeout_ms() const {
+    if (clients_.empty()) return -1;
+    clock::time_point first = clients_.front().deadline;
+    for (const client& c : clients_) first = std::min(first, c.deadline);
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(first - clock::now()).count();
+    return static_cast<int>(std::clamp<long long>(left, 0, 60'000));
+  }
+
+  void drain_wake() {
+    char buf[64];
+    while (::read(s_.wake_read, buf, sizeof buf) > 0) {
+    }
+  }
+
+  void accept_all() {
+    for (;;) {
+      const int fd = ::accept4(s_.listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        return;  // EAGAIN, or out of descriptors: retried at the next readiness
+      }
+      if (!peer_allowed(fd)) {
+        counts_.refused.fetch_add(1, std::memory_order_relaxed);
+        ::close(fd);
+        continue;
+      }
+      if (clients_.size() >= s_.opts.max_clients) {
+        counts_.busy.fetch_add(1, std::memory_order_relaxed);
+        best_effort_send(fd, "error server busy: " + std::to_string(s_.opts.max_clients) +
+                                 " clients connected; retry later\n");
+        drain_and_close(fd);
+        continue;
+      }
+      client c;
+      c.fd = fd;
+      c.deadline = clock::now() + s_.opts.request_timeout;
+      clients_.push_back(std::move(c));
+    }
+  }
+
+  void respond(client& c, std::string response) {
+    c.response = std::move(response);
+    c.sent = 0;
+    c.writing = true;
+    c.deadline = clock::now() + s_.opts.response_timeout;
+    write_some(c);  // usually completes at once
+  }
+
+  void finish(client& c) {
+    drain_and_close(c.fd);
+    c.fd = -1;
+  }
+
+  void reject(client& c, const std::string& message) {
+    counts_.bad_requests.fetch_add(1, std::memory_order_relaxed);
+    respond(c, "error " + wire::single_line(message) + "\n");
+  }
+
+  void serve(client& c, short revents) {
+    if (c.writing) {
+      if (revents & (POLLOUT | POLLERR | POLLHUP)) write_some(c);
+      return;
+    }
+    char buf[1024];
+    for (;;) {
+      const ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) {
+        switch (c.reader.feed(std::string_view(buf, static_cast<std::size_t>(n)))) {
+          case wire::request_reader::state::incomplete: continue;
+          case wire::request_reader::state::too_long:
+            reject(c, "request longer than " + std::to_string(wire::max_request_bytes - 1) +
+                          " bytes without a newline");
+            return;
+          case wire::request_reader::state::complete: answer(c); return;
+        }
+      }
+      if (n == 0) {  // the client hung up or shut down its side before a newline
+        if (c.reader.bytes_seen() == 0) {
+          finish(c);
+        } else {
+          reject(c, "incomplete request: the connection was shut down before a newline");
+        }
+        return;
+      }
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) finish(c);
+      return;
+    }
+  }
+
+  void answer(client& c) {
+    const std::string line(c.reader.line());
+    if (!wire::parse_request(line).value) counts_.bad_requests.fetch_add(1, std::memory_order_relaxed);
+    respond(c, handle_request(line));
+  }
+
+  void write_some(client& c) {
+    while (c.sent < c.response.size()) {
+      const ssize_t n = ::send(c.fd, c.response.data() + c.sent, c.response.size() - c.sent,
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        c.sent += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      finish(c);  // the client went away
+      return;
+    }
+    counts_.served.fetch_add(1, std::memory_order_relaxed);
+    finish(c);
+  }
+
+  void expire_deadlines() {
+    const clock::time_point now = clock::now();
+    for (client& c : clients_) {
+      if (c.fd < 0 || now < c.deadline) continue;
+      counts_.timed_out.fetch_add(1, std::memory_order_relaxed);
+      if (!c.writing) {
+        best_effort_send(c.fd, "error timed out after " + std::to_string(s_.opts.request_timeout.count()) +
+                                   " ms waiting for a request line\n");
+      }
+      finish(c);
+    }
+  }
+
+  server& s_;
+  atomic_counters& counts_;
+  std::vector<client> clients_;
+};
+
+void server_main(std::shared_ptr<server> s, atomic_counters* counts) {
+  // The application's signals are not ours to take.
+  sigset_t all;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  try {
+    server_loop(*s, *counts).run();
+  } catch (const std::exception& e) {
+    detail::warn(std::string("arenastat control: server stopped: ") + e.what() + "\n");
+  }
+  ::close(s->listen_fd);
+  ::close(s->wake_read);
+  s->finished.store(true, std::memory_order_release);
+}
+
+void stop_at_exit() { stop(); }
+
+// In a forked child the thread, the wake pipe's reader and the socket belong
+// to the parent: forget them without touching them.
+void forget_parent_server(control_state& st) {
+  if (st.thread.joinable()) st.thread.detach();
+  st.srv.reset();
+  st.path.clear();
+  std::lock_guard path_lock(st.path_mutex);
+  st.published_path.clear();
+}
+
+}  // namespace
+
+std::string default_socket_dir() {
+  const char* env = std::getenv("ARENASTAT_SOCKET_DIR");
+  if (env != nullptr && *env != '\0') return env;
+  return "/tmp/arenastat-" + std::to_string(::geteuid());
+}
+
+std::string start(const options& opts) {
+  control_state& st = state();
+  std::lock_guard lock(st.mutex);
+  if (st.srv && st.owner_pid == ::getpid()) return st.path;
+  if (st.srv) forget_parent_server(st);
+  if (opts.max_clients == 0) fail("options.max_clients must be at least 1");
+  if (opts.request_timeout.count() <= 0 || opts.response_timeout.count() <= 0) {
+    fail("options.request_timeout and response_timeout must be positive");
+  }
+
+  std::string dir = opts.socket_dir.empty() ? default_socket_dir() : opts.socket_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const std::string path = dir + "/" + std::to_string(::getpid()) + ".sock";
+  if (path.size() >= sizeof(sockaddr_un::sun_path)) {
+    fail("socket path " + path + " is longer than " + std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
+         " bytes; set ARENASTAT_SOCKET_DIR to a shorter directory");
+  }
+  ensure_secure_dir(dir);
+  remove_stale_sockets(dir);
+
+  auto srv = std::make_shared<server>();
+  srv->opts = opts;
+  int wake[2];
+  if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) fail("cannot create the wake pipe: " + detail::error_text(errno));
+  srv->wake_read = wake[0];
+  srv->wake_write = wake[1];
+  try {
+    srv->listen_fd = bind_socket(dir, path);
+  } catch (...) {
+    ::close(wake[0]);
+    ::close(wake[1]);
+    throw;
+  }
+  try {
+    st.thread = std::thread(server_main, srv, &st.counts);
+  } catch (const std::exception& e) {
+    ::close(srv->listen_fd);
+    ::close(wake[0]);
+    ::close(wake[1]);
+    ::unlink(path.c_str());
+    fail(std::string("cannot start the server thread: ") + e.what());
+  }
+  st.srv = std::move(srv);
+  st.path = path;
+  st.owner_pid = ::getpid();
+  {
+    std::lock_guard path_lock(st.path_mutex);
+    st.published_path = path;
+  }
+  if (!st.at_exit_registered) {
+    st.at_exit_registered = true;
+    std::atexit(stop_at_exit);
+  }
+  return path;
+}
+
+void stop() noexcept {
+  control_state& st = state();
+  std::lock_guard lock(st.mutex);
+  if (!st.srv) return;
+  if (st.owner_pid != ::getpid()) {
+    forget_parent_server(st);
+    return;
+  }
+  {
+    std::lock_guard path_lock(st.path_mutex);
+    st.published_path.clear();
+  }
+  st.srv->stop_requested.store(true, std::memory_order_release);
+  const char byte = 'q';
+  [[maybe_unused]] const ssize_t n = ::write(st.srv->wake_write, &byte, 1);
+  detail::join_or_detach(st.thread, st.srv->finished, std::chrono::milliseconds(2000));
+  ::close(st.srv->wake_write);
+  ::unlink(st.path.c_str());
+  st.srv.reset();
+  st.path.clear();
+}
+
+bool running() noexcept {
+  control_state& st = state();
+  std::lock_guard lock(st.mutex);
+  return st.srv != nullptr && st.owner_pid == ::getpid();
+}
+
+std::string socket_path() {
+  control_state& st = state();
+  std::lock_guard lock(st.path_mutex);
+  return st.owner_pid == ::getpid() ? st.published_path : std::string();
+}
+
+counters connection_counters() noexcept {
+  const atomic_counters& c = state().counts;
+  return {c.served.load(), c.refused.load(), c.timed_out.load(), c.bad_requests.load(), c.busy.load()};
+}
+
+}  // namespace arenastat::control

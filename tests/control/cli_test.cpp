@@ -1,0 +1,336 @@
+// End to end: control_target started with ARENASTAT_CONTROL=1, queried by the
+// real `arenastat` binary. Known state of the target (programs/control_target.cpp):
+// account "cache/items" 10 blocks of 1000 bytes, scope "task/parse" 1 run with
+// peak 3000, account "scratch" live 0 and peak 3000.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "harness.hpp"
+
+using namespace control_test;
+using nlohmann::json;
+
+namespace {
+
+const json& entry_named(const json& report, const std::string& name) {
+  for (const json& e : report["entries"]) {
+    if (e["name"] == name) return e;
+  }
+  FAIL("no entry " << name << " in " << report.dump());
+  throw std::logic_error("unreachable");
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> files_in(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.rfind(prefix, 0) == 0) out.push_back(dir + "/" + n);
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("arenastat with no arguments lists the target with its program name", "[control][cli][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("PID      PROGRAM\n") == 0);
+  CHECK(r.out.find(t.pid_text() + std::string(8 - t.pid_text().size(), ' ') + " control_target\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("the listing removes sockets of processes that no longer exist", "[control][cli][threads]") {
+  temp_dir sockets;
+  const std::string stale = sockets.file(std::to_string(dead_pid()) + ".sock");
+  { std::ofstream(stale) << ""; }
+  const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 0);
+  CHECK_FALSE(exists(stale));
+  CHECK(r.err.find("no longer exists") != std::string::npos);
+}
+
+TEST_CASE("help lists every command", "[control][cli][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const cli_result r = run_cli({t.pid_text(), "help"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 0);
+  for (const char* c : {"help", "info", "stats", "baseline", "diff", "reset", "process", "dump"}) {
+    CHECK(r.out.find(std::string("\n  ") + c) != std::string::npos);
+  }
+}
+
+TEST_CASE("stats --json is the report of the target", "[control][cli][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const cli_result r = run_cli({t.pid_text(), "stats", "--json"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  REQUIRE(r.status == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["pid"] == t.pid());
+  const json& items = entry_named(j, "cache/items");
+  CHECK(items["kind"] == "account");
+  CHECK(items["live_bytes"] == 10 * 1000);
+  CHECK(items["allocations"] == 10);
+  const json& parse = entry_named(j, "task/parse");
+  CHECK(parse["kind"] == "scope");
+  CHECK(parse["peak_bytes"] == 3000);
+  CHECK(parse["count"] == 1);
+}
+
+TEST_CASE("stats with text options answers the text report", "[control][cli][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const cli_result r = run_cli({t.pid_text(), "stats", "-H", "--top=1"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("cache/items") != std::string::npos);
+  CHECK(r.err.empty());
+}
+
+TEST_CASE("baseline then diff shows the growth since the baseline", "[control][cli][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  const cli_result b = run_cli({t.pid_text(), "baseline"}, env);
+  CHECK(b.status == 0);
+  CHECK(b.out.find("baseline recorded: ") == 0);
+  REQUIRE(t.command("grow 5") == "done");
+  REQUIRE(t.command("scope task/new 2500") == "done");
+
+  const cli_result d = run_cli({t.pid_text(), "diff", "--json"}, env);
+  REQUIRE(d.status == 0);
+  const json j = json::parse(d.out);
+  REQUIRE(j["entries"].size() >= 2);
+  const json& first = j["entries"][0];  // largest change first
+  CHECK(first["name"] == "cache/items");
+  CHECK(first["live"]["before"] == 10000);
+  CHECK(first["live"]["change"] == 5000);
+  CHECK(first["peak"]["change"] == 5000);
+  CHECK(first["count"]["change"] == 5);
+  CHECK(first["allocations"]["change"] == 5);
+  const json& added = j["entries"][1];
+  CHECK(added["name"] == "task/new");
+  CHECK(added["status"] == "new");
+  CHECK(added["peak"]["after"] == 2500);
+
+  const cli_result text = run_cli({t.pid_text(), "diff"}, env);
+  CHECK(text.status == 0);
+  CHECK(text.out.find("task/new  (new)") != std::string::npos);
+}
+
+TEST_CASE("diff before any baseline is an error of the target (exit 1)", "[control][cli][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const cli_result r = run_cli({t.pid_text(), "diff"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 1);
+  CHECK(r.err == "arenastat: " + t.pid_text() + ": no baseline: run 'arenastat <pid> baseline' first\n");
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("reset sets the peaks to the current values and says so", "[control][cli][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  const cli_result r = run_cli({t.pid_text(), "reset"}, env);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("peaks reset: ") == 0);
+  const json j = json::parse(run_cli({t.pid_text(), "stats", "--json"}, env).out);
+  CHECK(entry_named(j, "scratch")["peak_bytes"] == 0);  // live 0: the 3000-byte peak is gone
+  CHECK(entry_named(j, "cache/items")["peak_bytes"] == 10000);
+}
+
+TEST_CASE("process prints the resident set figures", "[control][cli][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const cli_result r = run_cli({t.pid_text(), "process"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("pid " + t.pid_text() + "\nVmRSS    ") == 0);
+  CHECK(r.out.find("VmHWM") != std::string::npos);
+  CHECK(r.out.find("RssAnon") != std::string::npos);
+  CHECK(r.out.find("jemalloc") != std::string::npos);
+}
+
+TEST_CASE("dump writes the summary in the target's working directory", "[control][cli][threads]") {
+  temp_dir sockets, work;
+  target t(sockets.path(), {}, work.path());
+  const cli_result r = run_cli({t.pid_text(), "dump"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  REQUIRE(r.status == 0);
+  const std::string path = r.out.substr(0, r.out.size() - 1);
+  CHECK_THAT(path, Catch::Matchers::StartsWith(work.path() + "/arenastat." + t.pid_text() + "."));
+  const std::string text = slurp(path);
+  CHECK(text.rfind("TOTAL size=13000 count=11 entries=3 pid=" + t.pid_text() + " program=control_target time=", 0) ==
+        0);
+  // size order: cache/items 10000, task/parse 3000, scratch 0
+  CHECK(text.find("               10000               10                10000  account  cache/items\n"
+                  "                3000                1                 3000  scope    task/parse\n"
+                  "                   0                0                 3000  account  scratch\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("dump PATH writes there, relative to the caller", "[control][cli][threads]") {
+  temp_dir sockets, out;
+  target t(sockets.path());
+  const cli_result r = run_cli({t.pid_text(), "dump", out.file("mine.txt")}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 0);
+  CHECK(r.out == out.file("mine.txt") + "\n");
+  CHECK(slurp(out.file("mine.txt")).rfind("TOTAL size=13000 ", 0) == 0);
+}
+
+TEST_CASE("exit codes: dead pid 3, bad command 2, bad pid 2, no socket 3, target error 1",
+          "[control][cli][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+
+  const cli_result dead = run_cli({std::to_string(dead_pid()), "stats"}, env);
+  CHECK(dead.status == 3);
+  CHECK(dead.err.find("no process with pid") != std::string::npos);
+
+  const cli_result bad = run_cli({t.pid_text(), "frobnicate"}, env);
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("unknown command 'frobnicate'") != std::string::npos);
+
+  const cli_result not_pid = run_cli({"12ab", "stats"}, env);
+  CHECK(not_pid.status == 2);
+  CHECK(not_pid.err.find("'12ab' is not a process id") != std::string::npos);
+
+  const cli_result missing = run_cli({t.pid_text()}, env);
+  CHECK(missing.status == 2);
+
+  const cli_result no_socket = run_cli({std::to_string(::getpid()), "stats"}, env);
+  CHECK(no_socket.status == 3);
+  CHECK(no_socket.err.find("has no control socket at " + sockets.path() + "/" + std::to_string(::getpid()) +
+                           ".sock: start it with ARENASTAT_CONTROL=1") != std::string::npos);
+
+  const cli_result bad_option = run_cli({t.pid_text(), "stats", "--sort=size"}, env);
+  CHECK(bad_option.status == 1);
+  CHECK(bad_option.err.find("arenastat: " + t.pid_text() + ": ") == 0);
+  CHECK(bad_option.err.find("--sort=size") != std::string::npos);
+}
+
+TEST_CASE("the client refuses a socket open to group or others", "[control][cli][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const std::string sock = sockets.file(t.pid_text() + ".sock");
+  REQUIRE(::chmod(sock.c_str(), 0666) == 0);
+  const cli_result r = run_cli({t.pid_text(), "help"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: refusing " + sock + ": mode 0666 is open to group or others (expected 0600); it is not "
+                 "secure\n");
+}
+
+TEST_CASE("socket 0600 in a 0700 directory, removed at exit", "[control][cli][threads]") {
+  temp_dir parent;
+  const std::string dir = parent.file("sockets");  // created by the target
+  target t(dir);
+  const std::string sock = dir + "/" + t.pid_text() + ".sock";
+  struct stat st {};
+  REQUIRE(::lstat(sock.c_str(), &st) == 0);
+  CHECK(S_ISSOCK(st.st_mode));
+  CHECK((st.st_mode & 07777) == 0600);
+  CHECK(st.st_uid == ::geteuid());
+  CHECK(mode_of(dir) == 0700);
+  CHECK(t.finish() == 0);
+  CHECK_FALSE(exists(sock));
+}
+
+TEST_CASE("exit called from another thread stops the server and removes the socket", "[control][cli][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const std::string sock = sockets.file(t.pid_text() + ".sock");
+  t.send_only("exit-from-thread");
+  CHECK(t.reap(5s) == 0);
+  CHECK_FALSE(exists(sock));
+}
+
+TEST_CASE("the signal dump is written by a running process", "[control][cli][threads]") {
+  temp_dir sockets, dumps;
+  target t(sockets.path(), {{"ARENASTAT_DUMP_SIGNAL", "USR1"}, {"ARENASTAT_DUMP_DIR", dumps.path()}});
+  const std::string prefix = "arenastat." + t.pid_text() + ".";
+  REQUIRE(files_in(dumps.path(), prefix).empty());
+  REQUIRE(::kill(t.pid(), SIGUSR1) == 0);
+  std::vector<std::string> found;
+  for (int i = 0; i < 400 && found.empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    found = files_in(dumps.path(), prefix);
+  }
+  REQUIRE(found.size() == 1);
+  std::this_thread::sleep_for(50ms);  // the file is created before it is filled
+  const std::string text = slurp(found[0]);
+  CHECK(text.rfind("TOTAL size=13000 count=11 entries=3 ", 0) == 0);
+  CHECK(text.find(" sort=size\n") != std::string::npos);
+  CHECK(t.command("grow 1") == "done");  // still running
+  CHECK(t.stderr_text().find("arenastat: dump written to " + found[0]) != std::string::npos);
+}
+
+TEST_CASE("ARENASTAT_DUMP_SORT=count sorts the signal dump by count", "[control][cli][threads]") {
+  temp_dir sockets, dumps;
+  target t(sockets.path(), {{"ARENASTAT_DUMP_SIGNAL", "SIGUSR2"},
+                            {"ARENASTAT_DUMP_DIR", dumps.path()},
+                            {"ARENASTAT_DUMP_SORT", "count"}});
+  REQUIRE(::kill(t.pid(), SIGUSR2) == 0);
+  std::vector<std::string> found;
+  for (int i = 0; i < 400 && found.empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    found = files_in(dumps.path(), "arenastat.");
+  }
+  REQUIRE(found.size() == 1);
+  std::this_thread::sleep_for(50ms);
+  const std::string text = slurp(found[0]);
+  CHECK(text.find(" sort=count\n") != std::string::npos);
+  // count order: cache/items 10 blocks, task/parse 1 run, scratch 0 blocks
+  const auto items = text.find("cache/items"), parse = text.find("task/parse"), scratch = text.find("scratch");
+  CHECK(items < parse);
+  CHECK(parse < scratch);
+}
+
+TEST_CASE("bad environment values warn once and leave the process running", "[control][cli][threads]") {
+  temp_dir sockets;
+  const spawned p = spawn(target_path, {},
+                          {{"ARENASTAT_CONTROL", "yes"},
+                           {"ARENASTAT_SOCKET_DIR", sockets.path()},
+                           {"ARENASTAT_DUMP_SIGNAL", "HUP"},
+                           {"ARENASTAT_DUMP_SORT", "peak"}});
+  CHECK(read_line(p.out).rfind("ready ", 0) == 0);
+  ::close(p.in);
+  CHECK(wait_exit(p.pid) == 0);
+  const std::string err = read_all(p.err, 1s);
+  CHECK(err.find("arenastat: ignoring ARENASTAT_CONTROL='yes': expected 1 (on) or 0 (off)\n") != std::string::npos);
+  CHECK(err.find("arenastat: ignoring ARENASTAT_DUMP_SIGNAL='HUP': expected USR1 or USR2; no dump signal "
+                 "installed\n") != std::string::npos);
+  CHECK(err.find("arenastat: ignoring ARENASTAT_DUMP_SORT='peak': expected size or count; dumps are sorted by "
+                 "size\n") != std::string::npos);
+  CHECK(files_in(sockets.path(), "").size() == 2);  // "." and "..": no socket
+  ::close(p.out);
+  ::close(p.err);
+}
+
+TEST_CASE("a socket directory open to others keeps the server off with a reason", "[control][cli][threads]") {
+  temp_dir sockets;
+  REQUIRE(::chmod(sockets.path().c_str(), 0755) == 0);
+  const spawned p = spawn(target_path, {}, {{"ARENASTAT_CONTROL", "1"}, {"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(read_line(p.out).rfind("ready ", 0) == 0);
+  ::close(p.in);
+  CHECK(wait_exit(p.pid) == 0);
+  const std::string err = read_all(p.err, 1s);
+  CHECK(err.find("arenastat control: socket directory " + sockets.path() +
+                 " has mode 0755, open to group or others; it must be 0700") != std::string::npos);
+  CHECK(files_in(sockets.path(), "").size() == 2);
+  ::close(p.out);
+  ::close(p.err);
+}

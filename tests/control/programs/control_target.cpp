@@ -1,0 +1,98 @@
+// A process for the control tests to query. Started by the tests with
+// ARENASTAT_CONTROL=1 (and friends) in its environment; it allocates a known
+// set of bytes, prints "ready <pid>" and then obeys one command per stdin line,
+// answering "done" after each:
+//   grow N             N more blocks of 1000 bytes in account "cache/items"
+//   scope NAME BYTES   run scope NAME that allocates and frees BYTES via "scratch"
+//   entries N          N accounts "bulk/<i>" holding 64 bytes each
+//   exit-from-thread   a new thread calls std::exit(0) while main blocks on stdin
+//   quit (or EOF)      return from main
+// Starting state: "cache/items" live 10000 bytes in 10 blocks; scope
+// "task/parse" (1 run, peak 3000); account "scratch" live 0, peak 3000.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory_resource>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <arenastat/arenastat.hpp>
+
+namespace {
+
+constexpr std::size_t block = 1000;
+
+std::pmr::memory_resource* items() {
+  static arenastat::tracking_resource r("cache/items");
+  return &r;
+}
+std::pmr::memory_resource* scratch() {
+  static arenastat::tracking_resource r("scratch");
+  return &r;
+}
+
+std::vector<void*>& held() {
+  static std::vector<void*> v;
+  return v;
+}
+
+void grow(std::size_t blocks) {
+  for (std::size_t i = 0; i < blocks; ++i) held().push_back(items()->allocate(block));
+}
+
+void run_scope(const std::string& name, std::size_t bytes) {
+  arenastat::scope s(name);
+  void* p = scratch()->allocate(bytes);
+  scratch()->deallocate(p, bytes);
+}
+
+void make_entries(std::size_t n) {
+  static std::size_t next = 0;
+  for (std::size_t i = 0; i < n; ++i, ++next) {
+    auto& acct = arenastat::account::get("bulk/" + std::to_string(next));
+    acct.on_allocate(64, arenastat::register_tag("heap"));
+  }
+}
+
+}  // namespace
+
+int main() {
+  grow(10);
+  run_scope("task/parse", 3000);
+  std::cout << "ready " << ::getpid() << std::endl;
+
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    std::string cmd;
+    in >> cmd;
+    if (cmd == "quit") break;
+    if (cmd == "grow") {
+      std::size_t n = 0;
+      in >> n;
+      grow(n);
+    } else if (cmd == "scope") {
+      std::string name;
+      std::size_t bytes = 0;
+      in >> name >> bytes;
+      run_scope(name, bytes);
+    } else if (cmd == "entries") {
+      std::size_t n = 0;
+      in >> n;
+      make_entries(n);
+    } else if (cmd == "exit-from-thread") {
+      std::thread([] { std::exit(0); }).detach();
+      continue;  // main stays blocked in getline until exit ends the process
+    } else {
+      std::cout << "unknown " << cmd << std::endl;
+      continue;
+    }
+    std::cout << "done" << std::endl;
+  }
+  for (void* p : held()) items()->deallocate(p, block);
+  return 0;
+}

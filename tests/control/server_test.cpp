@@ -1,0 +1,159 @@
+// The control server inside the test process: start/stop, directory checks,
+// stale sockets, and handle_request() without sockets.
+#include <catch2/catch.hpp>
+
+#include <pwd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include <arenastat/arenastat.hpp>
+#include <arenastat/control.hpp>
+
+#include "harness.hpp"
+
+using namespace control_test;
+namespace control = arenastat::control;
+
+namespace {
+
+control::options in(const temp_dir& d) {
+  control::options o;
+  o.socket_dir = d.path();
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("start creates <dir>/<pid>.sock 0600 and stop removes it", "[control][server][threads]") {
+  temp_dir d;
+  const std::string path = control::start(in(d));
+  CHECK(path == d.file(std::to_string(::getpid()) + ".sock"));
+  CHECK(control::running());
+  CHECK(control::socket_path() == path);
+  CHECK(mode_of(path) == 0600);
+  CHECK(control::start(in(d)) == path);  // already running: unchanged
+  CHECK(raw_query(path, "help\n").rfind("ok\nCommands", 0) == 0);
+  control::stop();
+  CHECK_FALSE(control::running());
+  CHECK(control::socket_path().empty());
+  CHECK_FALSE(exists(path));
+  control::stop();  // a second stop is a no-op
+}
+
+TEST_CASE("start creates a missing directory with mode 0700", "[control][server][threads]") {
+  temp_dir d;
+  control::options o;
+  o.socket_dir = d.file("made");
+  control::start(o);
+  CHECK(mode_of(d.file("made")) == 0700);
+  control::stop();
+}
+
+TEST_CASE("start refuses a directory open to group or others", "[control][server]") {
+  temp_dir d;
+  REQUIRE(::chmod(d.path().c_str(), 0750) == 0);
+  CHECK_THROWS_WITH(control::start(in(d)),
+                    "arenastat control: socket directory " + d.path() +
+                        " has mode 0750, open to group or others; it must be 0700 (chmod 700 " + d.path() + ")");
+  CHECK_FALSE(control::running());
+}
+
+TEST_CASE("start refuses a directory owned by another user", "[control][server]") {
+  if (::geteuid() != 0) {
+    WARN("skipped: needs root to chown a directory to 'nobody'");
+    return;
+  }
+  const passwd* nobody = ::getpwnam("nobody");
+  REQUIRE(nobody != nullptr);
+  temp_dir d;
+  REQUIRE(::chown(d.path().c_str(), nobody->pw_uid, nobody->pw_gid) == 0);
+  CHECK_THROWS_WITH(control::start(in(d)),
+                    "arenastat control: socket directory " + d.path() + " is owned by uid " +
+                        std::to_string(nobody->pw_uid) + ", not by this process's uid 0; refusing to start");
+}
+
+TEST_CASE("start refuses a symbolic link as the directory", "[control][server]") {
+  temp_dir d;
+  REQUIRE(::symlink(d.path().c_str(), d.file("link").c_str()) == 0);
+  control::options o;
+  o.socket_dir = d.file("link");
+  CHECK_THROWS_WITH(control::start(o), "arenastat control: socket directory " + d.file("link") +
+                                           " is a symbolic link; refusing to use it");
+}
+
+TEST_CASE("start refuses a socket path longer than sun_path", "[control][server]") {
+  control::options o;
+  o.socket_dir = "/tmp/" + std::string(120, 'd');
+  CHECK_THROWS_WITH(control::start(o), Catch::Matchers::Contains("set ARENASTAT_SOCKET_DIR to a shorter directory"));
+}
+
+TEST_CASE("start replaces a stale file at its path and removes dead processes' sockets",
+          "[control][server][threads]") {
+  temp_dir d;
+  const std::string mine = d.file(std::to_string(::getpid()) + ".sock");
+  const std::string dead = d.file(std::to_string(dead_pid()) + ".sock");
+  const std::string alive = d.file("1.sock");  // init is alive: kept
+  for (const std::string& f : {mine, dead, alive}) std::ofstream(f) << "stale";
+  control::start(in(d));
+  struct stat st {};
+  REQUIRE(::lstat(mine.c_str(), &st) == 0);
+  CHECK(S_ISSOCK(st.st_mode));
+  CHECK_FALSE(exists(dead));
+  CHECK(exists(alive));
+  control::stop();
+}
+
+TEST_CASE("handle_request answers help with every command", "[control][server]") {
+  const std::string r = control::handle_request("help");
+  CHECK(r.rfind("ok\nCommands (arenastat <pid> <command> [arguments]):\n", 0) == 0);
+  CHECK(r.find("  dump [PATH]\n") != std::string::npos);
+}
+
+TEST_CASE("handle_request answers a bad request with one error line", "[control][server]") {
+  CHECK(control::handle_request("nope") == "error unknown command 'nope' (try 'help')\n");
+  CHECK(control::handle_request("process --bogus") ==
+        "error process: unknown option '--bogus' (expected -H or --json)\n");
+  CHECK(control::handle_request("stats --tree --top=x").rfind("error ", 0) == 0);
+}
+
+TEST_CASE("handle_request: baseline then diff reports this process's growth", "[control][server]") {
+  static arenastat::tracking_resource r("server_test/grows");
+  void* first = r.allocate(100);
+  CHECK(control::handle_request("baseline").rfind("ok\nbaseline recorded: ", 0) == 0);
+  void* second = r.allocate(4000);
+  const std::string answer = control::handle_request("diff --json");
+  r.deallocate(second, 4000);
+  r.deallocate(first, 100);
+  REQUIRE(answer.rfind("ok\n", 0) == 0);
+  const auto j = nlohmann::json::parse(answer.substr(3));
+  bool seen = false;
+  for (const auto& e : j["entries"]) {
+    if (e["name"] != "server_test/grows") continue;
+    seen = true;
+    CHECK(e["live"]["before"] == 100);
+    CHECK(e["live"]["change"] == 4000);
+    CHECK(e["allocations"]["change"] == 1);
+  }
+  CHECK(seen);
+}
+
+TEST_CASE("handle_request: diff --tree is an error", "[control][server]") {
+  control::handle_request("baseline");
+  CHECK(control::handle_request("diff --tree") == "error --tree: the diff has no tree view (use text or --json)\n");
+}
+
+TEST_CASE("handle_request: process --json has the resident set", "[control][server]") {
+  const std::string r = control::handle_request("process --json");
+  REQUIRE(r.rfind("ok\n", 0) == 0);
+  const auto j = nlohmann::json::parse(r.substr(3));
+  CHECK(j["pid"] == ::getpid());
+  CHECK(j["rss_bytes"].get<std::uint64_t>() > 0);
+}
+
+TEST_CASE("control options are validated", "[control][server]") {
+  temp_dir d;
+  control::options o = in(d);
+  o.max_clients = 0;
+  CHECK_THROWS_WITH(control::start(o), "arenastat control: options.max_clients must be at least 1");
+}
