@@ -67,6 +67,9 @@ inline int align_flags(std::size_t bytes, std::size_t alignment) noexcept {
 
 inline std::size_t nonzero(std::size_t bytes) noexcept { return bytes == 0 ? 1 : bytes; }
 
+// std::has_single_bit becomes a libgcc popcount call without -mpopcnt.
+inline bool power_of_two(std::size_t n) noexcept { return n != 0 && (n & (n - 1)) == 0; }
+
 [[noreturn]] void bad_alignment(std::size_t alignment) {
   throw std::invalid_argument("arenastat::jemalloc_resource: alignment " + std::to_string(alignment) +
                               " is not a power of two");
@@ -237,7 +240,7 @@ int jemalloc_resource::cache_flags_slow() const noexcept {
 }
 
 void* jemalloc_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
-  if (!std::has_single_bit(alignment)) [[unlikely]] bad_alignment(alignment);
+  if (!power_of_two(alignment)) [[unlikely]] bad_alignment(alignment);
   void* p = mallocx(nonzero(bytes), cache_flags() | align_flags(bytes, alignment));
   if (p == nullptr) [[unlikely]] throw std::bad_alloc();
   return p;
@@ -271,7 +274,7 @@ std::size_t jemalloc_resource::thread_cache_fallbacks() const {
 }
 
 std::size_t jemalloc_resource::allocation_size(std::size_t bytes, std::size_t alignment) {
-  if (!std::has_single_bit(alignment)) bad_alignment(alignment);
+  if (!power_of_two(alignment)) bad_alignment(alignment);
   if (g_quantum.load(std::memory_order_relaxed) == 0)
     g_quantum.store(ctl_read<std::size_t>("arenas.quantum"), std::memory_order_relaxed);
   const std::size_t n = nallocx(nonzero(bytes), align_flags(bytes, alignment));
