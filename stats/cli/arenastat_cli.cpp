@@ -325,7 +325,8 @@ int query(const invocation& inv) {
     return exit_ok;
   }
   if (status.starts_with("error")) {
-    const std::string message = status.size() > 6 ? status.substr(6) : std::string("(no message)");
+    std::string message = status.size() > 6 ? status.substr(6) : std::string("(no message)");
+    if (message.starts_with("arenastat: ")) message.erase(0, 11);  // the pid prefix says who spoke
     std::fprintf(stderr, "arenastat: %ld: %s\n", pid, message.c_str());
     return exit_target_error;
   }
