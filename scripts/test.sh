@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Every test: set-up, then
+#   1. a release build and the whole CTest suite (unit, end-to-end, install);
+#   2. the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   3. the threaded tests ([threads]) under ThreadSanitizer;
+#   4. the control-request fuzzer (libFuzzer, clang 14) for a bounded time.
+# Steps can be chosen: scripts/test.sh [release] [asan] [tsan] [fuzz]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(release asan tsan fuzz)
+jobs=$(nproc)
+export CTEST_OUTPUT_ON_FAILURE=1
+
+bash scripts/setup.sh
+
+banner() { printf '\n==== %s (%s)\n' "$1" "$(date +%T)"; }
+
+for step in "${steps[@]}"; do
+  case "$step" in
+    release)
+      banner "release build + full suite"
+      cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+      cmake --build build/release -j"$jobs"
+      ctest --test-dir build/release -j"$jobs" --timeout 300
+      ;;
+    asan)
+      banner "ASan+UBSan build + full suite"
+      cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DARENASTAT_SANITIZE=address,undefined >/dev/null
+      cmake --build build/asan -j"$jobs"
+      ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        ctest --test-dir build/asan -j"$jobs" --timeout 600 -LE install
+      ;;
+    tsan)
+      banner "TSan build + threaded tests"
+      cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARENASTAT_SANITIZE=thread \
+        -DARENASTAT_BUILD_BENCH=OFF >/dev/null
+      cmake --build build/tsan -j"$jobs"
+      status=0
+      for t in build/tsan/tests/test_*; do
+        [ -x "$t" ] || continue
+        # Only binaries that have [threads] tests; each runs just those.
+        names=$("$t" --list-test-names-only "[threads]" 2>/dev/null || true)
+        if [ -n "$names" ]; then
+          echo "-- $(basename "$t") [threads]"
+          TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "$t" "[threads]" || status=1
+        fi
+      done
+      [ $status -eq 0 ] || { echo "TSan: failures above"; exit 1; }
+      ;;
+    fuzz)
+      banner "fuzzing the control request parser"
+      ARENASTAT_FUZZ_DIR=build/fuzz bash scripts/fuzz.sh "${ARENASTAT_FUZZ_SECONDS:-60}"
+      ;;
+    *)
+      echo "scripts/test.sh: unknown step '$step' (expected release, asan, tsan or fuzz)" >&2
+      exit 2
+      ;;
+  esac
+done
+banner "all steps passed: ${steps[*]}"
