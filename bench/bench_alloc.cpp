@@ -12,6 +12,18 @@
 //
 //   ratio arena/std_monotonic 32B = 0.93 (goal <= 1.00) PASS
 //
+// glibc's mmap and trim thresholds are pinned at 64 MiB (mallopt) before the run: with
+// the default, dynamic threshold an arena that cycles a 128 KiB chunk (the
+// 6th chunk of the default growth policy) gets it from mmap and gives it back
+// with munmap on every release(), and whether that happens depends on what
+// ran before in the process (4.1 vs 2.3 ns per 32-byte request measured).
+// --glibc_default_mmap=1 keeps glibc's defaults to see that effect.
+//
+// Own flags (before Google Benchmark's): --tsv=FILE writes one row per
+// benchmark (name, ns per request, allocations per iteration and peak bytes
+// from the memory manager); --pauses=FILE runs a pause_meter (1 ms) during
+// the benchmarks and writes its percentile distribution in microseconds.
+//
 // Ratios compare CPU time per request (see collecting_reporter::per_item_ns);
 // with --benchmark_repetitions the medians are compared. The jemalloc pair
 // (jemalloc_resource vs mallocx/sdallocx) lives in bench_jemalloc: linking
@@ -20,11 +32,14 @@
 
 #include <boost/container/pmr/monotonic_buffer_resource.hpp>
 #include <boost/container/pmr/memory_resource.hpp>
+#include <malloc.h>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <memory_resource>
 #include <optional>
@@ -36,6 +51,7 @@
 #include "arenastat/arena_resource.hpp"
 #include "arenastat/bench/memory_manager.hpp"
 #include "arenastat/histogram.hpp"
+#include "arenastat/pause_meter.hpp"
 #include "arenastat/scope.hpp"
 #include "arenastat/tracking_resource.hpp"
 
@@ -149,6 +165,29 @@ void run_pairs(benchmark::State& state, std::pmr::memory_resource* mr) {
 
 void BM_new_delete_pair(benchmark::State& state) { run_pairs(state, std::pmr::new_delete_resource()); }
 
+// The floor of any wrapping resource: forwards to upstream and counts nothing.
+class forwarding_resource final : public std::pmr::memory_resource {
+ public:
+  explicit forwarding_resource(std::pmr::memory_resource* upstream) : upstream_(upstream) {}
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    return upstream_->allocate(bytes, alignment);
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    upstream_->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+  std::pmr::memory_resource* upstream_;
+};
+
+void BM_forwarding_pair(benchmark::State& state) {
+  forwarding_resource forwarding(std::pmr::new_delete_resource());
+  run_pairs(state, &forwarding);
+}
+
 void BM_tracking_pair(benchmark::State& state) {
   // One resource (one account) shared by every thread of the benchmark.
   static arenastat::tracking_resource tracking("bench/tracking", std::pmr::new_delete_resource());
@@ -208,6 +247,7 @@ BENCHMARK_TEMPLATE(BM_boost_monotonic, size_mixed)->Name("boost_monotonic/mixed"
 BENCHMARK_TEMPLATE(BM_bump, size_mixed)->Name("bump/mixed");
 BENCHMARK(BM_new_delete_pair)->Name("new_delete/pair")->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_tracking_pair)->Name("tracking/pair")->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_forwarding_pair)->Name("forwarding/pair");
 BENCHMARK(BM_pool_on_new_delete)->Name("pool_on_new_delete/pair");
 BENCHMARK(BM_pool_on_tracking)->Name("pool_on_tracking/pair");
 BENCHMARK(BM_scope_enter_exit)->Name("scope/enter_exit");
@@ -233,6 +273,14 @@ class collecting_reporter : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(shown);
   }
 
+  struct memory_row {
+    double allocs_per_iter = 0;
+    std::int64_t peak_bytes = 0;
+  };
+  const std::map<std::string, memory_row>& memory() const { return memory_; }
+  // Every benchmark name seen, in report order.
+  const std::vector<std::string>& names() const { return names_; }
+
   // ns per request: median aggregate if repetitions ran, else the mean of the runs.
   std::optional<double> ns_per_item(const std::string& name) const {
     if (auto m = medians_.find(name); m != medians_.end()) return m->second;
@@ -246,6 +294,11 @@ class collecting_reporter : public benchmark::ConsoleReporter {
     if (run.error_occurred) return;
     const std::string name = run.run_name.str();
     const double ns = per_item_ns(run);
+    if (run.run_type == Run::RT_Iteration) {
+      if (sums_.find(name) == sums_.end()) names_.push_back(name);
+      if (run.memory_result != nullptr)
+        memory_[name] = {run.allocs_per_iter, run.memory_result->max_bytes_used};
+    }
     if (run.run_type == Run::RT_Aggregate) {
       if (run.aggregate_name == "median") medians_[name] = ns;
       return;
@@ -266,7 +319,35 @@ class collecting_reporter : public benchmark::ConsoleReporter {
 
   std::map<std::string, double> medians_;
   std::map<std::string, std::pair<double, int>> sums_;
+  std::map<std::string, memory_row> memory_;
+  std::vector<std::string> names_;
 };
+
+bool write_tsv(const collecting_reporter& r, const std::string& path) {
+  std::ofstream out(path);
+  out << "# name\tns_per_request\tallocs_per_iter\tpeak_bytes\n";
+  for (const std::string& name : r.names()) {
+    const auto ns = r.ns_per_item(name);
+    if (!ns) continue;
+    const auto m = r.memory().find(name);
+    out << name << '\t' << *ns << '\t' << (m == r.memory().end() ? 0.0 : m->second.allocs_per_iter)
+        << '\t' << (m == r.memory().end() ? 0 : m->second.peak_bytes) << '\n';
+  }
+  return static_cast<bool>(out);
+}
+
+// Removes --NAME=VALUE from argv; returns VALUE (empty if absent).
+std::string take_flag(int& argc, char** argv, const char* name) {
+  const std::size_t len = std::strlen(name);
+  std::string value;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], name, len) == 0 && argv[i][len] == '=') value = argv[i] + len + 1;
+    else argv[kept++] = argv[i];
+  }
+  argc = kept;
+  return value;
+}
 
 int print_goal(const collecting_reporter& r, const char* label, const std::string& numerator,
                const std::string& denominator, double goal) {
@@ -294,13 +375,38 @@ void print_info(const collecting_reporter& r, const char* label, const std::stri
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string tsv_path = take_flag(argc, argv, "--tsv");
+  const std::string pauses_path = take_flag(argc, argv, "--pauses");
+  const std::string default_mmap = take_flag(argc, argv, "--glibc_default_mmap");
+  if (default_mmap.empty() || default_mmap == "0") {
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);  // this also freezes the trim threshold,
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);  // so raise it too (else brk shrinks each release)
+  }
   arenastat::bench::memory_manager memory("bench_alloc/memory_run");
   benchmark::RegisterMemoryManager(&memory);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   collecting_reporter reporter;
+  arenastat::pause_meter pauses;
+  if (!pauses_path.empty()) pauses.start();
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  pauses.stop();
   benchmark::RegisterMemoryManager(nullptr);
+
+  if (!tsv_path.empty() && !write_tsv(reporter, tsv_path)) {
+    std::fprintf(stderr, "bench_alloc: cannot write --tsv file %s\n", tsv_path.c_str());
+    return 1;
+  }
+  if (!pauses_path.empty()) {
+    std::ofstream out(pauses_path);
+    out << "# pause_meter during bench_alloc, values in microseconds\n"
+        << pauses.snapshot().percentile_distribution(1000.0);
+    if (!out) {
+      std::fprintf(stderr, "bench_alloc: cannot write --pauses file %s\n", pauses_path.c_str());
+      return 1;
+    }
+    std::printf("%s\n", pauses.summary().c_str());
+  }
 
   std::printf("\n# goals (issue 2), ns per request, measured in this run\n");
   int failed = 0;
@@ -320,6 +426,9 @@ int main(int argc, char** argv) {
   print_info(reporter, "arena/std_monotonic mixed", "arena/mixed", "std_monotonic/mixed");
   print_info(reporter, "arena/bump mixed", "arena/mixed", "bump/mixed");
   print_info(reporter, "boost_monotonic/std_monotonic 32B", "boost_monotonic/32B", "std_monotonic/32B");
+  print_info(reporter, "forwarding/new_delete (wrapping floor)", "forwarding/pair",
+             "new_delete/pair/real_time/threads:1");
+  print_info(reporter, "tracking/forwarding", "tracking/pair/real_time/threads:1", "forwarding/pair");
   print_info(reporter, "pool_on_tracking/pool_on_new_delete", "pool_on_tracking/pair",
              "pool_on_new_delete/pair");
   std::printf("goals failed: %d (mixed-size requests average %.1f B)\n", failed,
