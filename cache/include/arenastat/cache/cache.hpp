@@ -1,0 +1,565 @@
+// basic_cache: a single-threaded cache whose every byte is tracked.
+//
+//   arenastat::tinylfu_cache<std::uint64_t, std::uint64_t> c{"my-cache", {.max_entries = 1'000'000}};
+//   c.put(1, 2);
+//   auto v = c.get(1);                                  // std::optional<V>
+//   auto w = c.get_or_load(7, [](std::uint64_t k) { return k * 2; });
+//
+// Memory. By default the cache wraps its upstream in a tracking_resource
+// charged to the account named after the cache (tag "cache"), and allocates
+// everything through it: the hash table, the pages of entries and the policy's
+// frequency sketch. Nothing else is allocated (a value type's own heap memory,
+// e.g. a std::string's buffer, is not part of the cache's footprint).
+//
+// Layout (docs/cache.md has the figures):
+//   pages of up to 4096 entries, allocated as the cache fills: per entry one
+//     node {K key; V value; uint32 prev, next} and one uint32 meta word
+//     (30 bits of the key's hash + 2 bits of policy state);
+//   the table: an array of uint32 slots, capacity + capacity/3 + 1 of them,
+//     allocated at the first insertion for the full capacity (it never
+//     rehashes), Robin Hood linear probing with backward-shift deletion;
+//     a slot packs the probe distance (8 bits), entry index + 1 and a tag of
+//     the hash (the bits left over), so neither lookups nor deletions call the
+//     hash function on stored keys;
+//   the policy's metadata (tinylfu: a 4-bit count-min sketch).
+// Capacity: by entries, by bytes, or both. A byte bound is turned into the
+// largest entry capacity whose full footprint (footprint_bytes()) fits in it,
+// so the tracked live bytes never exceed the bound, at any moment: the table
+// and sketch are sized once for that capacity, and pages only grow up to it.
+//
+// Exceptions. Hash, equality and the resource may throw; the loader may throw.
+// put() gives the strong guarantee (the contents and statistics are unchanged
+// when it throws; the structures allocated for the first insertion may stay
+// allocated and stay accounted); get_or_load() leaves the cache unchanged when
+// the loader throws. K and V must be nothrow move constructible and
+// destructible, V nothrow move assignable. Not thread-safe: see sharded_cache.
+//
+// A Robin Hood probe distance above 255 slots is not representable: an insert
+// that would need one is refused (put returns false, rejected counts it). With
+// a working hash this needs a cluster far beyond what load 3/4 produces.
+#pragma once
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <memory_resource>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "arenastat/cache/detail/index_list.hpp"
+#include "arenastat/cache/hash.hpp"
+#include "arenastat/cache/lru_policy.hpp"
+#include "arenastat/cache/tinylfu_policy.hpp"
+#include "arenastat/tracking_resource.hpp"
+
+namespace arenastat {
+
+struct cache_options {
+  std::size_t max_entries = 0;   // 0: bounded by max_bytes alone
+  std::uint64_t max_bytes = 0;   // 0: bounded by max_entries alone
+  bool track = true;             // wrap the upstream in a tracking_resource named after the cache
+};
+
+struct cache_stats {
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t loads = 0;        // loader calls
+  std::uint64_t evictions = 0;
+  std::uint64_t rejected = 0;     // inserts refused (probe distance limit)
+  std::size_t size = 0;
+  std::size_t capacity = 0;
+  std::int64_t live_bytes = 0;    // the account's live bytes (own bytes when untracked)
+  std::uint64_t peak_bytes = 0;   // the account's peak (own peak when untracked)
+  std::uint64_t own_bytes = 0;    // bytes this cache holds now
+  double bytes_per_entry = 0;     // own_bytes / size, 0 when empty
+  double hit_rate() const noexcept {
+    const auto n = hits + misses;
+    return n == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(n);
+  }
+};
+
+namespace detail {
+
+template <class K, class V>
+struct cache_node {
+  union { K key; };
+  union { V value; };
+  std::uint32_t prev;
+  std::uint32_t next;
+  cache_node() noexcept {}
+  ~cache_node() {}
+};
+
+// The mixed 64-bit hash of a key. The table uses the high 32 bits (low 2
+// cleared, they hold policy state in the meta word); sharded_cache the low 32.
+struct hashed_key {
+  std::uint64_t full;
+  std::uint32_t h32() const noexcept { return static_cast<std::uint32_t>(full >> 32) & ~3u; }
+  std::uint32_t low() const noexcept { return static_cast<std::uint32_t>(full); }
+};
+
+// Entries in pages; the Links object the policies work on.
+template <class K, class V>
+struct node_store {
+  using node = cache_node<K, V>;
+  static constexpr std::uint32_t page_shift = 12;
+  static constexpr std::uint32_t page_entries = std::uint32_t{1} << page_shift;
+  struct page_ref {
+    node* nodes;
+    std::uint32_t* meta;
+  };
+  page_ref* pages = nullptr;
+
+  node& at(std::uint32_t i) const noexcept { return pages[i >> page_shift].nodes[i & (page_entries - 1)]; }
+  std::uint32_t& prev(std::uint32_t i) const noexcept { return at(i).prev; }
+  std::uint32_t& next(std::uint32_t i) const noexcept { return at(i).next; }
+  std::uint32_t& meta(std::uint32_t i) const noexcept { return pages[i >> page_shift].meta[i & (page_entries - 1)]; }
+};
+
+}  // namespace detail
+
+template <class K, class V, class Policy = tinylfu, class Hash = std::hash<K>, class Eq = std::equal_to<K>>
+class basic_cache {
+  static_assert(std::is_nothrow_move_constructible_v<K> && std::is_nothrow_destructible_v<K>,
+                "cache keys must be nothrow move constructible and destructible");
+  static_assert(std::is_nothrow_move_constructible_v<V> && std::is_nothrow_destructible_v<V> &&
+                    std::is_nothrow_move_assignable_v<V>,
+                "cache values must be nothrow move constructible, assignable and destructible");
+
+  using store_type = detail::node_store<K, V>;
+  using node = typename store_type::node;
+  using page_ref = typename store_type::page_ref;
+
+ public:
+  using key_type = K;
+  using mapped_type = V;
+  using policy_type = typename Policy::template policy<store_type>;
+  using hashed_key = detail::hashed_key;
+
+  static constexpr std::size_t max_capacity = (std::size_t{1} << 24) - 1;
+  static constexpr std::uint32_t max_probe_distance = 255;
+  static constexpr std::uint32_t page_entries = store_type::page_entries;
+  static constexpr std::size_t node_bytes = sizeof(node);
+  static constexpr std::size_t entry_bytes = sizeof(node) + sizeof(std::uint32_t);  // node + meta word
+
+  // Table slots for a capacity (load factor at most 3/4).
+  static constexpr std::size_t slot_count_for(std::size_t capacity) noexcept {
+    return capacity + capacity / 3 + 1;
+  }
+  // Every byte the cache holds when `capacity` entries are stored.
+  static constexpr std::uint64_t footprint_bytes(std::size_t capacity) noexcept {
+    const std::size_t pages = (capacity + page_entries - 1) / page_entries;
+    return std::uint64_t{slot_count_for(capacity)} * sizeof(std::uint32_t) + pages * sizeof(page_ref) +
+           std::uint64_t{capacity} * entry_bytes + policy_type::metadata_bytes(capacity);
+  }
+  // The largest capacity whose footprint fits in `bytes` (0 when none does).
+  static std::size_t capacity_for_bytes(std::uint64_t bytes) noexcept {
+    std::size_t lo = 0, hi = max_capacity;
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo + 1) / 2;
+      if (footprint_bytes(mid) <= bytes) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  // Throws std::invalid_argument naming the problem: empty name, no bound,
+  // max_entries above max_capacity, or max_bytes below a one-entry footprint.
+  basic_cache(std::string_view name, const cache_options& options,
+              std::pmr::memory_resource* upstream = std::pmr::get_default_resource(), Hash hash = Hash{},
+              Eq eq = Eq{})
+      : name_(name), hash_(std::move(hash)), eq_(std::move(eq)), policy_(store_) {
+    if (name.empty()) throw std::invalid_argument("cache: the name (its account) must not be empty");
+    if (upstream == nullptr) throw std::invalid_argument("cache '" + name_ + "': upstream resource is null");
+    if (options.max_entries == 0 && options.max_bytes == 0)
+      throw std::invalid_argument("cache '" + name_ + "': set max_entries, max_bytes or both (both are 0)");
+    if (options.max_entries > max_capacity)
+      throw std::invalid_argument("cache '" + name_ + "': max_entries " + std::to_string(options.max_entries) +
+                                  " exceeds the per-cache limit " + std::to_string(max_capacity) +
+                                  " (use sharded_cache)");
+    std::size_t cap = options.max_entries != 0 ? options.max_entries : max_capacity;
+    if (options.max_bytes != 0) {
+      const std::size_t by_bytes = capacity_for_bytes(options.max_bytes);
+      if (by_bytes == 0)
+        throw std::invalid_argument("cache '" + name_ + "': max_bytes " + std::to_string(options.max_bytes) +
+                                    " is below the footprint of a one-entry cache (" +
+                                    std::to_string(footprint_bytes(1)) + " bytes)");
+      if (by_bytes < cap) cap = by_bytes;
+    }
+    capacity_ = cap;
+    max_bytes_ = options.max_bytes;
+    slot_count_ = static_cast<std::uint32_t>(slot_count_for(cap));
+    const int idx_bits = std::bit_width(static_cast<std::uint32_t>(cap));
+    idx_mask_ = (std::uint32_t{1} << idx_bits) - 1;
+    tag_shift_ = 8 + idx_bits;
+    tag_mask_ = tag_shift_ >= 32 ? 0 : (std::uint32_t{1} << (32 - tag_shift_)) - 1;
+    page_count_ = static_cast<std::uint32_t>((cap + page_entries - 1) / page_entries);
+    policy_.configure(cap);
+    if (options.track) {
+      tracker_.emplace(name_, "cache", upstream);
+      res_ = &*tracker_;
+    } else {
+      res_ = upstream;
+    }
+  }
+  ~basic_cache() { release_all(); }
+  basic_cache(const basic_cache&) = delete;
+  basic_cache& operator=(const basic_cache&) = delete;
+
+  // ---- operations ----------------------------------------------------------
+
+  std::optional<V> get(const K& key) { return get_hashed(key, hash_key(key)); }
+
+  // Inserts or replaces. Returns false only when the insert was refused
+  // (probe distance limit). Strong guarantee.
+  bool put(const K& key, V value) {
+    const hashed_key h = hash_key(key);
+    return put_hashed(K(key), std::move(value), h, true);
+  }
+  bool put(K&& key, V value) {
+    const hashed_key h = hash_key(key);
+    return put_hashed(std::move(key), std::move(value), h, true);
+  }
+
+  // Read-through: the value of `key`, calling loader(key) and storing its
+  // result on a miss. A throwing loader leaves the cache unchanged.
+  template <class Loader>
+  V get_or_load(const K& key, Loader&& loader) {
+    const hashed_key h = hash_key(key);
+    if (std::optional<V> v = get_hashed(key, h)) return std::move(*v);
+    ++loads_;
+    V v = std::invoke(std::forward<Loader>(loader), key);
+    put_hashed(K(key), V(v), h, false);
+    return v;
+  }
+
+  bool erase(const K& key) {
+    const hashed_key h = hash_key(key);
+    if (!slots_) return false;
+    const std::uint32_t pos = find(h.h32(), key);
+    if (pos == npos) return false;
+    const std::uint32_t i = slot_index(slots_[pos]);
+    table_erase_at(pos);
+    policy_.on_erase(i);
+    destroy_node(i);
+    store_.next(i) = free_head_;
+    free_head_ = i;
+    --size_;
+    return true;
+  }
+
+  // Removes every entry and gives every byte back (the account returns to 0).
+  void clear() noexcept {
+    release_all();
+    hits_ = misses_ = loads_ = evictions_ = rejected_ = 0;
+  }
+
+  // No effect on the policy or the statistics.
+  bool contains(const K& key) const {
+    const hashed_key h = hash_key(key);
+    return slots_ && find(h.h32(), key) != npos;
+  }
+
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  std::size_t capacity() const noexcept { return capacity_; }
+  std::uint64_t max_bytes() const noexcept { return max_bytes_; }
+  const std::string& name() const noexcept { return name_; }
+  std::pmr::memory_resource* resource() const noexcept { return res_; }
+  bool tracked() const noexcept { return tracker_.has_value(); }
+  std::uint64_t own_bytes() const noexcept { return own_bytes_; }
+  std::uint64_t own_peak_bytes() const noexcept { return own_peak_; }
+
+  cache_stats stats() const {
+    cache_stats s;
+    s.hits = hits_;
+    s.misses = misses_;
+    s.loads = loads_;
+    s.evictions = evictions_;
+    s.rejected = rejected_;
+    s.size = size_;
+    s.capacity = capacity_;
+    s.own_bytes = own_bytes_;
+    if (tracker_) {
+      s.live_bytes = tracker_->tracked_account().live_bytes();
+      s.peak_bytes = tracker_->tracked_account().peak_bytes();
+    } else {
+      s.live_bytes = static_cast<std::int64_t>(own_bytes_);
+      s.peak_bytes = own_peak_;
+    }
+    s.bytes_per_entry = size_ == 0 ? 0.0 : static_cast<double>(own_bytes_) / static_cast<double>(size_);
+    return s;
+  }
+
+  // ---- introspection (tests, diagnostics) ------------------------------------
+  const policy_type& policy() const noexcept { return policy_; }
+  const K& key_at(std::uint32_t i) const noexcept { return store_.at(i).key; }
+
+  // ---- pre-hashed entry points (sharded_cache) -------------------------------
+  hashed_key hash_key(const K& key) const { return hashed_key{mix_hash(static_cast<std::uint64_t>(hash_(key)))}; }
+
+  std::optional<V> get_hashed(const K& key, hashed_key h) {
+    const std::uint32_t pos = slots_ ? find(h.h32(), key) : npos;
+    policy_.record(h.h32());
+    if (pos == npos) {
+      ++misses_;
+      return std::nullopt;
+    }
+    ++hits_;
+    const std::uint32_t i = slot_index(slots_[pos]);
+    policy_.on_hit(i);
+    return store_.at(i).value;
+  }
+
+  bool put_hashed(K&& key, V&& value, hashed_key h, bool record) {
+    const std::uint32_t h32 = h.h32();
+    if (slots_) {
+      const std::uint32_t pos = find(h32, key);
+      if (pos != npos) {
+        const std::uint32_t i = slot_index(slots_[pos]);
+        store_.at(i).value = std::move(value);
+        if (record) policy_.record(h32);
+        policy_.on_hit(i);
+        return true;
+      }
+    }
+    ensure_tables();  // may throw: nothing stored yet
+    if (!can_insert(h32)) {
+      ++rejected_;
+      if (record) policy_.record(h32);
+      return false;
+    }
+    std::uint32_t i;
+    if (size_ < capacity_) {
+      i = acquire_node();  // may throw (a new page): nothing stored yet
+    } else {
+      i = policy_.choose_victim();
+      table_erase_at(slot_of_index(i));
+      policy_.on_erase(i);
+      destroy_node(i);
+      --size_;
+      ++evictions_;
+    }
+    if (record) policy_.record(h32);
+    node& n = store_.at(i);
+    std::construct_at(std::addressof(n.key), std::move(key));
+    std::construct_at(std::addressof(n.value), std::move(value));
+    store_.meta(i) = h32;
+    table_insert(h32, i);
+    policy_.on_insert(i);
+    ++size_;
+    return true;
+  }
+
+  void count_load() noexcept { ++loads_; }
+
+ private:
+  static constexpr std::uint32_t npos = 0xFFFFFFFFu;
+
+  // ---- slots ------------------------------------------------------------------
+  static std::uint32_t dist(std::uint32_t s) noexcept { return s & 0xFFu; }
+  std::uint32_t slot_index(std::uint32_t s) const noexcept { return ((s >> 8) & idx_mask_) - 1; }
+  std::uint32_t slot_tag(std::uint32_t s) const noexcept {
+    return static_cast<std::uint32_t>(static_cast<std::uint64_t>(s) >> tag_shift_);
+  }
+  std::uint32_t tag_of(std::uint32_t h32) const noexcept { return (h32 >> 2) & tag_mask_; }
+  std::uint32_t home(std::uint32_t h32) const noexcept {
+    return static_cast<std::uint32_t>((static_cast<std::uint64_t>(h32) * slot_count_) >> 32);
+  }
+  std::uint32_t make_slot(std::uint32_t d, std::uint32_t i, std::uint32_t h32) const noexcept {
+    return d | ((i + 1) << 8) | static_cast<std::uint32_t>(static_cast<std::uint64_t>(tag_of(h32)) << tag_shift_);
+  }
+  std::uint32_t advance(std::uint32_t pos) const noexcept { return pos + 1 == slot_count_ ? 0 : pos + 1; }
+
+  std::uint32_t find(std::uint32_t h32, const K& key) const {
+    std::uint32_t pos = home(h32);
+    const std::uint32_t want = tag_of(h32);
+    for (std::uint32_t d = 0;; ++d) {
+      const std::uint32_t s = slots_[pos];
+      if (s == 0 || dist(s) < d) return npos;
+      if (slot_tag(s) == want && eq_(store_.at(slot_index(s)).key, key)) return pos;
+      pos = advance(pos);
+    }
+  }
+
+  // Whether table_insert(h32, .) can place the key within the probe limit.
+  bool can_insert(std::uint32_t h32) const noexcept {
+    std::uint32_t pos = home(h32);
+    for (std::uint32_t d = 0;; ++d) {
+      const std::uint32_t s = slots_[pos];
+      if (s == 0 || dist(s) < d) break;
+      if (d == max_probe_distance) return false;
+      pos = advance(pos);
+    }
+    for (std::uint32_t s; (s = slots_[pos]) != 0; pos = advance(pos))
+      if (dist(s) == max_probe_distance) return false;
+    return true;
+  }
+
+  // Robin Hood: the cluster stays sorted by home slot, so an insert shifts the
+  // rest of its cluster one slot right (each distance + 1).
+  void table_insert(std::uint32_t h32, std::uint32_t i) noexcept {
+    std::uint32_t pos = home(h32), d = 0;
+    for (;; ++d) {
+      const std::uint32_t s = slots_[pos];
+      if (s == 0 || dist(s) < d) break;
+      pos = advance(pos);
+    }
+    std::uint32_t e = pos;
+    while (slots_[e] != 0) e = advance(e);
+    while (e != pos) {
+      const std::uint32_t p = e == 0 ? slot_count_ - 1 : e - 1;
+      slots_[e] = slots_[p] + 1;
+      e = p;
+    }
+    slots_[pos] = make_slot(d, i, h32);
+  }
+
+  // Backward-shift deletion: no tombstones, no rehash.
+  void table_erase_at(std::uint32_t pos) noexcept {
+    for (;;) {
+      const std::uint32_t nxt = advance(pos);
+      const std::uint32_t s = slots_[nxt];
+      if (s == 0 || dist(s) == 0) {
+        slots_[pos] = 0;
+        return;
+      }
+      slots_[pos] = s - 1;
+      pos = nxt;
+    }
+  }
+
+  std::uint32_t slot_of_index(std::uint32_t i) const noexcept {
+    std::uint32_t pos = home(store_.meta(i) & ~3u);
+    while (((slots_[pos] >> 8) & idx_mask_) != i + 1) pos = advance(pos);
+    return pos;
+  }
+
+  // ---- memory -------------------------------------------------------------------
+  void* take(std::size_t bytes, std::size_t align) {
+    void* p = res_->allocate(bytes, align);
+    own_bytes_ += bytes;
+    if (own_bytes_ > own_peak_) own_peak_ = own_bytes_;
+    return p;
+  }
+  void give(void* p, std::size_t bytes, std::size_t align) noexcept {
+    res_->deallocate(p, bytes, align);
+    own_bytes_ -= bytes;
+  }
+  std::uint32_t page_size(std::uint32_t p) const noexcept {
+    const std::size_t first = std::size_t{p} * page_entries;
+    return static_cast<std::uint32_t>(capacity_ - first < page_entries ? capacity_ - first : page_entries);
+  }
+  static constexpr std::size_t page_align = alignof(node) > alignof(std::uint32_t) ? alignof(node) : alignof(std::uint32_t);
+
+  // The table, the page directory and the policy metadata, once, sized for
+  // the capacity. All or nothing.
+  void ensure_tables() {
+    if (slots_) return;
+    const std::size_t slot_bytes = std::size_t{slot_count_} * sizeof(std::uint32_t);
+    auto* slots = static_cast<std::uint32_t*>(take(slot_bytes, alignof(std::uint32_t)));
+    page_ref* pages;
+    try {
+      pages = static_cast<page_ref*>(take(page_count_ * sizeof(page_ref), alignof(page_ref)));
+    } catch (...) {
+      give(slots, slot_bytes, alignof(std::uint32_t));
+      throw;
+    }
+    try {
+      policy_.allocate(res_);
+    } catch (...) {
+      give(pages, page_count_ * sizeof(page_ref), alignof(page_ref));
+      give(slots, slot_bytes, alignof(std::uint32_t));
+      throw;
+    }
+    const std::size_t meta_bytes = policy_type::metadata_bytes(capacity_);
+    own_bytes_ += meta_bytes;
+    if (own_bytes_ > own_peak_) own_peak_ = own_bytes_;
+    std::fill_n(slots, slot_count_, 0u);
+    for (std::uint32_t p = 0; p < page_count_; ++p) pages[p] = page_ref{nullptr, nullptr};
+    slots_ = slots;
+    store_.pages = pages;
+  }
+
+  std::uint32_t acquire_node() {
+    if (free_head_ != detail::nil_index) {
+      const std::uint32_t i = free_head_;
+      free_head_ = store_.next(i);
+      return i;
+    }
+    const std::uint32_t p = allocated_ >> store_type::page_shift;
+    if ((allocated_ & (page_entries - 1)) == 0) {
+      const std::uint32_t n = page_size(p);
+      void* mem = take(std::size_t{n} * entry_bytes, page_align);
+      auto* nodes = static_cast<node*>(mem);
+      for (std::uint32_t k = 0; k < n; ++k) ::new (static_cast<void*>(nodes + k)) node();
+      store_.pages[p] = page_ref{nodes, reinterpret_cast<std::uint32_t*>(nodes + n)};
+    }
+    return allocated_++;
+  }
+
+  void destroy_node(std::uint32_t i) noexcept {
+    node& n = store_.at(i);
+    std::destroy_at(std::addressof(n.key));
+    std::destroy_at(std::addressof(n.value));
+  }
+
+  void release_all() noexcept {
+    if (!slots_) return;
+    if constexpr (!std::is_trivially_destructible_v<K> || !std::is_trivially_destructible_v<V>) {
+      for (std::uint32_t pos = 0; pos < slot_count_; ++pos)
+        if (slots_[pos] != 0) destroy_node(slot_index(slots_[pos]));
+    }
+    for (std::uint32_t p = 0; p < page_count_; ++p) {
+      if (store_.pages[p].nodes == nullptr) continue;
+      const std::uint32_t n = page_size(p);
+      std::destroy_n(store_.pages[p].nodes, n);
+      give(store_.pages[p].nodes, std::size_t{n} * entry_bytes, page_align);
+    }
+    give(store_.pages, page_count_ * sizeof(page_ref), alignof(page_ref));
+    give(slots_, std::size_t{slot_count_} * sizeof(std::uint32_t), alignof(std::uint32_t));
+    policy_.release(res_);
+    own_bytes_ -= policy_type::metadata_bytes(capacity_);
+    policy_.clear();
+    store_.pages = nullptr;
+    slots_ = nullptr;
+    size_ = 0;
+    allocated_ = 0;
+    free_head_ = detail::nil_index;
+  }
+
+  std::string name_;
+  std::optional<tracking_resource> tracker_;
+  std::pmr::memory_resource* res_ = nullptr;
+  [[no_unique_address]] Hash hash_;
+  [[no_unique_address]] Eq eq_;
+  store_type store_;
+  policy_type policy_;
+  std::uint32_t* slots_ = nullptr;
+  std::uint32_t slot_count_ = 0;
+  std::uint32_t idx_mask_ = 0;
+  std::uint32_t tag_shift_ = 32;
+  std::uint32_t tag_mask_ = 0;
+  std::uint32_t page_count_ = 0;
+  std::uint32_t allocated_ = 0;  // nodes handed out so far (fresh index)
+  std::uint32_t free_head_ = detail::nil_index;
+  std::size_t capacity_ = 0;
+  std::size_t size_ = 0;
+  std::uint64_t max_bytes_ = 0;
+  std::uint64_t own_bytes_ = 0;
+  std::uint64_t own_peak_ = 0;
+  std::uint64_t hits_ = 0, misses_ = 0, loads_ = 0, evictions_ = 0, rejected_ = 0;
+};
+
+template <class K, class V, class Hash = std::hash<K>, class Eq = std::equal_to<K>>
+using lru_cache = basic_cache<K, V, lru, Hash, Eq>;
+template <class K, class V, class Hash = std::hash<K>, class Eq = std::equal_to<K>>
+using tinylfu_cache = basic_cache<K, V, tinylfu, Hash, Eq>;
+
+}  // namespace arenastat

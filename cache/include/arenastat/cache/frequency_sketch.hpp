@@ -1,0 +1,123 @@
+// frequency_sketch: a count-min sketch of 4-bit counters for TinyLFU admission.
+//
+// Width: CountersPerEntry counters per cache entry, grouped in 64-byte blocks
+// of 128 counters; a key's 4 counters all lie in one block (one cache line),
+// each in a different 64-bit word. frequency() is the minimum of the 4.
+// Conservative update (the default): an increment raises only the counters
+// equal to that minimum, which keeps collisions from inflating estimates.
+// Aging: after SampleFactor x capacity increments every counter is halved, so
+// the sketch follows a changing popularity (TinyLFU's "reset"). Memory comes
+// from the cache's resource: blocks x 64 bytes, allocated with the cache's
+// tables.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory_resource>
+
+#include "arenastat/cache/hash.hpp"
+
+namespace arenastat {
+
+template <unsigned CountersPerEntry, unsigned SampleFactor = 20, bool Conservative = true>
+class frequency_sketch {
+  static_assert(CountersPerEntry >= 1 && CountersPerEntry <= 128);
+
+ public:
+  static constexpr std::size_t block_bytes = 64;
+  static constexpr std::size_t counters_per_block = 128;
+  static constexpr std::uint32_t max_count = 15;
+
+  static std::size_t blocks_for(std::size_t capacity) noexcept {
+    const std::size_t counters = capacity * CountersPerEntry;
+    const std::size_t b = (counters + counters_per_block - 1) / counters_per_block;
+    return b == 0 ? 1 : b;
+  }
+  static std::size_t bytes_for(std::size_t capacity) noexcept { return blocks_for(capacity) * block_bytes; }
+
+  void configure(std::size_t capacity) noexcept {
+    capacity_ = capacity;
+    sample_size_ = SampleFactor * static_cast<std::uint64_t>(capacity);
+  }
+  bool allocated() const noexcept { return words_ != nullptr; }
+
+  // Throws what the resource throws; nothing changes then.
+  void allocate(std::pmr::memory_resource* res) {
+    blocks_ = static_cast<std::uint32_t>(blocks_for(capacity_));
+    words_ = static_cast<std::uint64_t*>(res->allocate(bytes(), block_bytes));
+    std::memset(words_, 0, bytes());
+    additions_ = 0;
+  }
+  void release(std::pmr::memory_resource* res) noexcept {
+    if (!words_) return;
+    res->deallocate(words_, bytes(), block_bytes);
+    words_ = nullptr;
+    additions_ = 0;
+  }
+  std::size_t bytes() const noexcept { return std::size_t{blocks_} * block_bytes; }
+
+  void increment(std::uint32_t h) noexcept {
+    if (!words_) return;
+    const std::uint64_t g = mix_hash(h);
+    std::uint64_t* block = words_ + block_of(g) * 8;
+    std::uint32_t floor = 0;
+    if constexpr (Conservative) floor = min_count(block, g);
+    if (floor >= max_count) return;
+    bool added = false;
+    for (unsigned i = 0; i < 4; ++i) {
+      std::uint64_t& w = block[word_in_block(g, i)];
+      const unsigned shift = nibble(g, i) * 4;
+      const auto c = static_cast<std::uint32_t>((w >> shift) & 15);
+      if (c < max_count && (!Conservative || c == floor)) {
+        w += std::uint64_t{1} << shift;
+        added = true;
+      }
+    }
+    if (added && ++additions_ >= sample_size_) halve();
+  }
+
+  std::uint32_t frequency(std::uint32_t h) const noexcept {
+    if (!words_) return 0;
+    const std::uint64_t g = mix_hash(h);
+    return min_count(words_ + block_of(g) * 8, g);
+  }
+
+  // Halves every counter (the TinyLFU reset).
+  void halve() noexcept {
+    const std::size_t n = std::size_t{blocks_} * 8;
+    for (std::size_t i = 0; i < n; ++i) words_[i] = (words_[i] >> 1) & 0x7777777777777777ull;
+    additions_ /= 2;
+  }
+  void clear() noexcept {
+    if (words_) std::memset(words_, 0, bytes());
+    additions_ = 0;
+  }
+  std::uint64_t additions() const noexcept { return additions_; }
+
+ private:
+  static std::uint32_t min_count(const std::uint64_t* block, std::uint64_t g) noexcept {
+    std::uint32_t f = max_count;
+    for (unsigned i = 0; i < 4; ++i) {
+      const auto c = static_cast<std::uint32_t>((block[word_in_block(g, i)] >> (nibble(g, i) * 4)) & 15);
+      if (c < f) f = c;
+    }
+    return f;
+  }
+  std::size_t block_of(std::uint64_t g) const noexcept {
+    return static_cast<std::size_t>(((g >> 32) * blocks_) >> 32);
+  }
+  static unsigned word_in_block(std::uint64_t g, unsigned i) noexcept {
+    return 2 * i + static_cast<unsigned>((g >> (8 * i)) & 1);
+  }
+  static unsigned nibble(std::uint64_t g, unsigned i) noexcept {
+    return static_cast<unsigned>((g >> (8 * i + 1)) & 15);
+  }
+
+  std::uint64_t* words_ = nullptr;
+  std::uint32_t blocks_ = 0;
+  std::size_t capacity_ = 0;
+  std::uint64_t additions_ = 0;
+  std::uint64_t sample_size_ = 0;
+};
+
+}  // namespace arenastat

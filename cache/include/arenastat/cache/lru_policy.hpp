@@ -1,0 +1,62 @@
+// lru_policy: least recently used. One list from most to least recently used;
+// a hit or an insert puts the entry at the front; the victim is the back.
+//
+// Policy interface (shared with tinylfu_policy), over a Links object giving
+// prev(i), next(i) and meta(i) (std::uint32_t& each) for entry index i; the
+// low 2 bits of meta(i) belong to the policy, the upper 30 bits hold the
+// entry's hash (the same value the cache passes as `h`):
+//   static std::size_t metadata_bytes(std::size_t capacity)  bytes allocate() takes
+//   void configure(std::size_t capacity) noexcept
+//   void allocate(std::pmr::memory_resource*)  /  void release(...) noexcept
+//   void record(std::uint32_t h) noexcept       an access to a key (hit or miss)
+//   void on_hit(std::uint32_t i) noexcept
+//   void on_insert(std::uint32_t i) noexcept    a new entry (the cache has room)
+//   void on_erase(std::uint32_t i) noexcept
+//   std::uint32_t choose_victim() noexcept      the cache is full: entry to evict
+//   void clear() noexcept
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory_resource>
+#include <string_view>
+
+#include "arenastat/cache/detail/index_list.hpp"
+
+namespace arenastat {
+
+template <class Links>
+class lru_policy {
+ public:
+  explicit lru_policy(Links& links) noexcept : links_(&links) {}
+
+  static std::size_t metadata_bytes(std::size_t) noexcept { return 0; }
+  void configure(std::size_t) noexcept {}
+  void allocate(std::pmr::memory_resource*) noexcept {}
+  void release(std::pmr::memory_resource*) noexcept {}
+
+  void record(std::uint32_t) noexcept {}
+  void on_hit(std::uint32_t i) noexcept { detail::list_move_to_front(*links_, list_, i); }
+  void on_insert(std::uint32_t i) noexcept { detail::list_push_front(*links_, list_, i); }
+  void on_erase(std::uint32_t i) noexcept { detail::list_unlink(*links_, list_, i); }
+  std::uint32_t choose_victim() noexcept { return list_.tail; }
+  void clear() noexcept { list_ = {}; }
+
+  // Entry indices from most to least recently used (tests, diagnostics).
+  template <class F>
+  void for_each(F&& f) const {
+    for (std::uint32_t i = list_.head; i != detail::nil_index; i = links_->next(i)) f(i);
+  }
+
+ private:
+  Links* links_;
+  detail::index_list list_;
+};
+
+// Policy selector for basic_cache.
+struct lru {
+  template <class Links>
+  using policy = lru_policy<Links>;
+  static constexpr std::string_view name = "lru";
+};
+
+}  // namespace arenastat

@@ -1,0 +1,276 @@
+// sharded_cache: the thread-safe variant. N shards, each a basic_cache with
+// its own mutex and its own policy state; a key's shard is chosen from the low
+// 32 bits of its mixed hash (the shard's table uses the high bits).
+//
+// Memory: one tracking_resource named after the cache feeds every shard and
+// the shard array itself, so the account holds the whole cache. Bounds are
+// split evenly: shard k gets max_entries / N entries (the first
+// max_entries % N shards one more) and max_bytes / N bytes. After clear() the
+// account holds exactly shard_array_bytes() (the shards themselves).
+//
+// Single-flight loading: get_or_load() on a missing key registers an
+// in-flight record (on the loading thread's stack, no allocation) before
+// calling the loader outside the shard lock; every other thread asking for
+// the same key meanwhile waits for that result (or its exception) instead of
+// loading again. The loading thread returns only after its waiters have taken
+// the result.
+#pragma once
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "arenastat/cache/cache.hpp"
+
+namespace arenastat {
+
+struct sharded_cache_options {
+  std::size_t max_entries = 0;
+  std::uint64_t max_bytes = 0;
+  std::size_t shards = 0;   // 0: 4 x hardware threads rounded up to a power of two
+  bool track = true;
+};
+
+template <class K, class V, class Policy = tinylfu, class Hash = std::hash<K>, class Eq = std::equal_to<K>>
+class sharded_cache {
+ public:
+  using shard_cache = basic_cache<K, V, Policy, Hash, Eq>;
+  using hashed_key = detail::hashed_key;
+  static constexpr std::size_t max_shards = 4096;
+
+  // Throws std::invalid_argument naming the problem (see basic_cache; also a
+  // shard count above max_shards or above max_entries).
+  sharded_cache(std::string_view name, const sharded_cache_options& options,
+                std::pmr::memory_resource* upstream = std::pmr::get_default_resource(), Hash hash = Hash{},
+                Eq eq = Eq{})
+      : name_(name), hash_(hash), eq_(eq) {
+    if (name.empty()) throw std::invalid_argument("sharded_cache: the name (its account) must not be empty");
+    if (upstream == nullptr) throw std::invalid_argument("sharded_cache '" + name_ + "': upstream resource is null");
+    std::size_t n = options.shards;
+    if (n == 0) n = std::bit_ceil(std::size_t{4} * std::max(1u, std::thread::hardware_concurrency()));
+    if (n > max_shards)
+      throw std::invalid_argument("sharded_cache '" + name_ + "': shards " + std::to_string(n) + " exceeds " +
+                                  std::to_string(max_shards));
+    if (options.max_entries == 0 && options.max_bytes == 0)
+      throw std::invalid_argument("sharded_cache '" + name_ + "': set max_entries, max_bytes or both (both are 0)");
+    if (options.max_entries != 0 && options.max_entries < n)
+      throw std::invalid_argument("sharded_cache '" + name_ + "': max_entries " +
+                                  std::to_string(options.max_entries) + " is below the shard count " +
+                                  std::to_string(n));
+    if (options.track) {
+      tracker_.emplace(name_, "cache", upstream);
+      res_ = &*tracker_;
+    } else {
+      res_ = upstream;
+    }
+    shards_ = static_cast<shard*>(res_->allocate(n * sizeof(shard), alignof(shard)));
+    std::size_t built = 0;
+    try {
+      for (; built < n; ++built) {
+        cache_options o;
+        o.track = false;
+        o.max_bytes = options.max_bytes / n;
+        if (options.max_entries != 0) o.max_entries = options.max_entries / n + (built < options.max_entries % n ? 1 : 0);
+        ::new (static_cast<void*>(shards_ + built)) shard(name_, o, res_, hash_, eq_);
+      }
+    } catch (...) {
+      for (std::size_t k = 0; k < built; ++k) shards_[k].~shard();
+      res_->deallocate(shards_, n * sizeof(shard), alignof(shard));
+      throw;
+    }
+    shard_count_ = static_cast<std::uint32_t>(n);
+  }
+
+  ~sharded_cache() {
+    for (std::uint32_t k = 0; k < shard_count_; ++k) shards_[k].~shard();
+    res_->deallocate(shards_, shard_array_bytes(), alignof(shard));
+  }
+  sharded_cache(const sharded_cache&) = delete;
+  sharded_cache& operator=(const sharded_cache&) = delete;
+
+  std::optional<V> get(const K& key) {
+    const hashed_key h = hash_key(key);
+    shard& s = shard_for(h);
+    std::lock_guard lk(s.mu);
+    return s.cache.get_hashed(key, h);
+  }
+
+  bool put(const K& key, V value) {
+    const hashed_key h = hash_key(key);
+    K k(key);
+    shard& s = shard_for(h);
+    std::lock_guard lk(s.mu);
+    return s.cache.put_hashed(std::move(k), std::move(value), h, true);
+  }
+
+  bool erase(const K& key) {
+    const hashed_key h = hash_key(key);
+    shard& s = shard_for(h);
+    std::lock_guard lk(s.mu);
+    return s.cache.erase(key);
+  }
+
+  // Read-through with single-flight loading (see the header comment).
+  template <class Loader>
+  V get_or_load(const K& key, Loader&& loader) {
+    const hashed_key h = hash_key(key);
+    shard& s = shard_for(h);
+    std::unique_lock lk(s.mu);
+    if (std::optional<V> v = s.cache.get_hashed(key, h)) return std::move(*v);
+    for (flight* f = s.flights; f != nullptr; f = f->next)
+      if (f->h.full == h.full && eq_(*f->key, key)) return wait_for(lk, *f);
+    flight f;
+    f.key = &key;
+    f.h = h;
+    f.next = s.flights;
+    s.flights = &f;
+    s.cache.count_load();
+    lk.unlock();
+    try {
+      V v = std::invoke(std::forward<Loader>(loader), key);
+      lk.lock();
+      s.cache.put_hashed(K(key), V(v), h, false);
+      f.value.emplace(std::move(v));
+    } catch (...) {
+      if (!lk.owns_lock()) lk.lock();
+      f.error = std::current_exception();
+    }
+    for (flight** p = &s.flights; *p != nullptr; p = &(*p)->next) {
+      if (*p == &f) {
+        *p = f.next;
+        break;
+      }
+    }
+    f.done = true;
+    if (f.waiters != 0) {
+      f.cv.notify_all();
+      f.cv.wait(lk, [&] { return f.waiters == 0; });
+    }
+    if (f.error) std::rethrow_exception(f.error);
+    return std::move(*f.value);
+  }
+
+  // Removes every entry of every shard (the shards stay: see the header comment).
+  void clear() {
+    for (std::uint32_t k = 0; k < shard_count_; ++k) {
+      std::lock_guard lk(shards_[k].mu);
+      shards_[k].cache.clear();
+    }
+  }
+
+  std::size_t size() const {
+    std::size_t n = 0;
+    for (std::uint32_t k = 0; k < shard_count_; ++k) {
+      std::lock_guard lk(shards_[k].mu);
+      n += shards_[k].cache.size();
+    }
+    return n;
+  }
+  std::size_t capacity() const noexcept {
+    std::size_t n = 0;
+    for (std::uint32_t k = 0; k < shard_count_; ++k) n += shards_[k].cache.capacity();
+    return n;
+  }
+  bool contains(const K& key) const {
+    const hashed_key h = hash_key(key);
+    shard& s = shard_for(h);
+    std::lock_guard lk(s.mu);
+    return s.cache.contains(key);
+  }
+
+  // Sums of every shard; bytes as in basic_cache::stats(), plus the shard array.
+  cache_stats stats() const {
+    cache_stats t;
+    for (std::uint32_t k = 0; k < shard_count_; ++k) {
+      std::lock_guard lk(shards_[k].mu);
+      const cache_stats s = shards_[k].cache.stats();
+      t.hits += s.hits;
+      t.misses += s.misses;
+      t.loads += s.loads;
+      t.evictions += s.evictions;
+      t.rejected += s.rejected;
+      t.size += s.size;
+      t.capacity += s.capacity;
+      t.own_bytes += s.own_bytes;
+      t.peak_bytes += s.peak_bytes;  // sum of shard peaks (replaced below when tracked)
+    }
+    t.own_bytes += shard_array_bytes();
+    if (tracker_) {
+      t.live_bytes = tracker_->tracked_account().live_bytes();
+      t.peak_bytes = tracker_->tracked_account().peak_bytes();
+    } else {
+      t.live_bytes = static_cast<std::int64_t>(t.own_bytes);
+      t.peak_bytes += shard_array_bytes();
+    }
+    t.bytes_per_entry = t.size == 0 ? 0.0 : static_cast<double>(t.own_bytes) / static_cast<double>(t.size);
+    return t;
+  }
+
+  std::size_t shard_count() const noexcept { return shard_count_; }
+  std::size_t shard_array_bytes() const noexcept { return std::size_t{shard_count_} * sizeof(shard); }
+  const std::string& name() const noexcept { return name_; }
+  std::pmr::memory_resource* resource() const noexcept { return res_; }
+
+  hashed_key hash_key(const K& key) const { return hashed_key{mix_hash(static_cast<std::uint64_t>(hash_(key)))}; }
+
+ private:
+  struct flight {
+    const K* key = nullptr;
+    hashed_key h{};
+    flight* next = nullptr;
+    std::condition_variable cv;
+    std::optional<V> value;
+    std::exception_ptr error;
+    unsigned waiters = 0;
+    bool done = false;
+  };
+
+  struct alignas(64) shard {
+    shard(const std::string& name, const cache_options& o, std::pmr::memory_resource* res, const Hash& h,
+          const Eq& e)
+        : cache(name, o, res, h, e) {}
+    mutable std::mutex mu;
+    shard_cache cache;
+    flight* flights = nullptr;
+  };
+
+  shard& shard_for(hashed_key h) const noexcept {
+    return shards_[(static_cast<std::uint64_t>(h.low()) * shard_count_) >> 32];
+  }
+
+  V wait_for(std::unique_lock<std::mutex>& lk, flight& f) {
+    ++f.waiters;
+    f.cv.wait(lk, [&] { return f.done; });
+    std::exception_ptr err = f.error;
+    std::optional<V> out;
+    if (!err) {
+      try {
+        out.emplace(*f.value);
+      } catch (...) {
+        err = std::current_exception();
+      }
+    }
+    if (--f.waiters == 0) f.cv.notify_all();
+    if (err) std::rethrow_exception(err);
+    return std::move(*out);
+  }
+
+  std::string name_;
+  [[no_unique_address]] Hash hash_;
+  [[no_unique_address]] Eq eq_;
+  std::optional<tracking_resource> tracker_;
+  std::pmr::memory_resource* res_ = nullptr;
+  shard* shards_ = nullptr;
+  std::uint32_t shard_count_ = 0;
+};
+
+template <class K, class V, class Hash = std::hash<K>, class Eq = std::equal_to<K>>
+using sharded_lru_cache = sharded_cache<K, V, lru, Hash, Eq>;
+template <class K, class V, class Hash = std::hash<K>, class Eq = std::equal_to<K>>
+using sharded_tinylfu_cache = sharded_cache<K, V, tinylfu, Hash, Eq>;
+
+}  // namespace arenastat

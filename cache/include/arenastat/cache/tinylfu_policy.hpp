@@ -1,0 +1,183 @@
+// tinylfu_policy: W-TinyLFU (Einziger, Friedman, Manes), as in Caffeine but
+// with a fixed window.
+//
+//   window     LRU, WindowPercent % of the capacity (at least 1 entry): every
+//              new entry enters here, so a burst of new keys is absorbed.
+//   probation  LRU, main segment entries seen once in main.
+//   protected  LRU, up to 80% of the main segment: entries hit in probation.
+//
+// A hit moves the entry to the front of its segment; a hit in probation
+// promotes it to protected (the back of protected is demoted to the front of
+// probation when protected is over its share). When the window is over its
+// share its back entry moves to the front of probation.
+//
+// Admission (the scan resistance): when the cache is full and the window holds
+// its share, the window's back entry (the candidate) duels a victim from the
+// main segment: the least frequent of the VictimSample (8) entries at the back
+// of probation (the backmost on ties; the back of protected when probation is
+// empty). The candidate enters probation and the victim is evicted only if the
+// sketch estimates the candidate strictly more frequent; otherwise the
+// candidate is evicted. When the window holds less than its share (after
+// erasures) the back of the main segment is evicted without a duel.
+//
+// Frequency: every access (get, put, get_or_load; hit or miss; once per call)
+// is recorded in a count-min sketch of CountersPerEntry 4-bit counters per
+// entry (frequency_sketch.hpp), with conservative update by default; every
+// SampleFactor x capacity recorded increments, all counters are halved.
+// Defaults (8 counters, window 1%, sample 20x, conservative, victim sample 8)
+// come from the simulations in docs/cache.md.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory_resource>
+#include <string_view>
+
+#include "arenastat/cache/detail/index_list.hpp"
+#include "arenastat/cache/frequency_sketch.hpp"
+
+namespace arenastat {
+
+enum class tinylfu_segment : std::uint32_t { window = 0, probation = 1, protected_ = 2 };
+
+template <class Links, unsigned CountersPerEntry = 8, unsigned WindowPercent = 1, unsigned SampleFactor = 20,
+          bool Conservative = true, unsigned VictimSample = 8>
+class tinylfu_policy {
+  static_assert(WindowPercent < 100 && VictimSample >= 1 && SampleFactor >= 1);
+
+ public:
+  explicit tinylfu_policy(Links& links) noexcept : links_(&links) {}
+
+  static std::size_t metadata_bytes(std::size_t capacity) noexcept {
+    return frequency_sketch<CountersPerEntry, SampleFactor, Conservative>::bytes_for(capacity);
+  }
+  void configure(std::size_t capacity) noexcept {
+    window_max_ = capacity * WindowPercent / 100;
+    if (window_max_ == 0) window_max_ = 1;
+    const std::size_t main = capacity - window_max_;
+    protected_max_ = main * 80 / 100;
+    sketch_.configure(capacity);
+  }
+  void allocate(std::pmr::memory_resource* res) { sketch_.allocate(res); }
+  void release(std::pmr::memory_resource* res) noexcept { sketch_.release(res); }
+
+  void record(std::uint32_t h) noexcept { sketch_.increment(h); }
+
+  void on_hit(std::uint32_t i) noexcept {
+    switch (segment(i)) {
+      case tinylfu_segment::window: detail::list_move_to_front(*links_, window_, i); break;
+      case tinylfu_segment::probation:
+        detail::list_unlink(*links_, probation_, i);
+        put_front(protected_, i, tinylfu_segment::protected_);
+        if (protected_.size > protected_max_) {
+          const std::uint32_t d = protected_.tail;
+          detail::list_unlink(*links_, protected_, d);
+          put_front(probation_, d, tinylfu_segment::probation);
+        }
+        break;
+      case tinylfu_segment::protected_: detail::list_move_to_front(*links_, protected_, i); break;
+    }
+  }
+
+  void on_insert(std::uint32_t i) noexcept {
+    put_front(window_, i, tinylfu_segment::window);
+    if (window_.size > window_max_) {
+      const std::uint32_t c = window_.tail;
+      detail::list_unlink(*links_, window_, c);
+      put_front(probation_, c, tinylfu_segment::probation);
+    }
+  }
+
+  void on_erase(std::uint32_t i) noexcept { detail::list_unlink(*links_, list_of(segment(i)), i); }
+
+  std::uint32_t choose_victim() noexcept {
+    if (window_.size < window_max_ || window_.size == 0) {
+      // The main segment holds more than its share (entries of the window
+      // were erased): evict from it directly.
+      const std::uint32_t v = main_back();
+      return v != detail::nil_index ? v : window_.tail;
+    }
+    const std::uint32_t candidate = window_.tail;
+    if (main_back() == detail::nil_index) return candidate;  // no main segment (tiny capacity)
+    std::uint32_t victim_freq = 0;
+    const std::uint32_t victim = sample_victim(victim_freq);
+    if (sketch_.frequency(hash_of(candidate)) > victim_freq) {
+      detail::list_unlink(*links_, window_, candidate);
+      put_front(probation_, candidate, tinylfu_segment::probation);
+      return victim;
+    }
+    return candidate;
+  }
+
+  void clear() noexcept {
+    window_ = {};
+    probation_ = {};
+    protected_ = {};
+    sketch_.clear();
+  }
+
+  // Introspection (tests, diagnostics).
+  tinylfu_segment segment(std::uint32_t i) const noexcept {
+    return static_cast<tinylfu_segment>(links_->meta(i) & 3u);
+  }
+  std::size_t window_max() const noexcept { return window_max_; }
+  std::size_t protected_max() const noexcept { return protected_max_; }
+  std::uint32_t frequency(std::uint32_t h) const noexcept { return sketch_.frequency(h); }
+  const frequency_sketch<CountersPerEntry, SampleFactor, Conservative>& sketch() const noexcept { return sketch_; }
+  template <class F>
+  void for_each(tinylfu_segment s, F&& f) const {
+    const detail::index_list& l = const_cast<tinylfu_policy*>(this)->list_of(s);
+    for (std::uint32_t i = l.head; i != detail::nil_index; i = links_->next(i)) f(i);
+  }
+
+ private:
+  std::uint32_t main_back() const noexcept {
+    return probation_.tail != detail::nil_index ? probation_.tail : protected_.tail;
+  }
+  // The least frequent of the VictimSample entries at the back of probation
+  // (the backmost on ties); the back of protected when probation is empty.
+  std::uint32_t sample_victim(std::uint32_t& freq) const noexcept {
+    std::uint32_t best = main_back();
+    freq = sketch_.frequency(hash_of(best));
+    if (best != probation_.tail) return best;
+    std::uint32_t i = links_->prev(best);
+    for (unsigned k = 1; k < VictimSample && i != detail::nil_index && freq != 0; ++k, i = links_->prev(i)) {
+      const std::uint32_t f = sketch_.frequency(hash_of(i));
+      if (f < freq) {
+        best = i;
+        freq = f;
+      }
+    }
+    return best;
+  }
+  std::uint32_t hash_of(std::uint32_t i) const noexcept { return links_->meta(i) & ~3u; }
+  detail::index_list& list_of(tinylfu_segment s) noexcept {
+    switch (s) {
+      case tinylfu_segment::window: return window_;
+      case tinylfu_segment::probation: return probation_;
+      default: return protected_;
+    }
+  }
+  void put_front(detail::index_list& l, std::uint32_t i, tinylfu_segment s) noexcept {
+    std::uint32_t& m = links_->meta(i);
+    m = (m & ~3u) | static_cast<std::uint32_t>(s);
+    detail::list_push_front(*links_, l, i);
+  }
+
+  Links* links_;
+  detail::index_list window_, probation_, protected_;
+  std::size_t window_max_ = 1;
+  std::size_t protected_max_ = 0;
+  frequency_sketch<CountersPerEntry, SampleFactor, Conservative> sketch_;
+};
+
+// Policy selector for basic_cache; the parameters exist for simulations.
+template <unsigned CountersPerEntry = 8, unsigned WindowPercent = 1, unsigned SampleFactor = 20,
+          bool Conservative = true, unsigned VictimSample = 8>
+struct basic_tinylfu {
+  template <class Links>
+  using policy = tinylfu_policy<Links, CountersPerEntry, WindowPercent, SampleFactor, Conservative, VictimSample>;
+  static constexpr std::string_view name = "tinylfu";
+};
+using tinylfu = basic_tinylfu<>;
+
+}  // namespace arenastat

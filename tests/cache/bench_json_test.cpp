@@ -1,0 +1,102 @@
+// Runs `bench_cache --quick --json` and checks every field of its output.
+#include <catch2/catch.hpp>
+
+#ifdef ARENASTAT_BENCH_CACHE
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
+
+namespace {
+
+struct run_output {
+  std::string out;
+  int status = -1;
+};
+
+run_output run(const std::string& args) {
+  run_output r;
+  const std::string cmd = std::string(ARENASTAT_BENCH_CACHE) + " " + args + " 2>/dev/null";
+  std::FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("bench_cache --quick --json: every field of every row", "[cache][bench]") {
+  const run_output r = run("--quick --json");
+  REQUIRE(r.status == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j.at("version") == 1);
+  const auto& cfg = j.at("config");
+  CHECK(cfg.at("capacity") == 20000);
+  CHECK(cfg.at("factor") == 10);
+  CHECK(cfg.at("key_space") == 200000);
+  CHECK(cfg.at("theta").get<double>() == Approx(0.99));
+  CHECK(cfg.at("threads") == 2);
+  CHECK(cfg.at("ops") == 400000);
+  CHECK(cfg.at("fill_ops") == 60000);
+  CHECK(cfg.at("fill_seed") == 1802);
+  CHECK(cfg.at("penalty_ns") == 1000);
+  CHECK(cfg.at("budget_bytes") == 0);
+  CHECK(cfg.at("quick") == true);
+
+  const auto& rows = j.at("results");
+  // 5 contenders x threads 1..2, then the 5 contenders with the penalty.
+  REQUIRE(rows.size() == 15);
+  std::set<std::pair<std::string, unsigned>> seen;
+  const std::set<std::string> names{"std_lru", "lru", "tinylfu", "lru_sharded", "tinylfu_sharded"};
+  for (const auto& row : rows) {
+    CAPTURE(row.dump());
+    const std::string cache = row.at("cache");
+    CHECK(names.count(cache) == 1);
+    const std::string policy = row.at("policy");
+    CHECK(policy == (cache.rfind("tinylfu", 0) == 0 ? "tinylfu" : "lru"));
+    const unsigned threads = row.at("threads");
+    CHECK((threads == 1 || threads == 2));
+    const unsigned penalty = row.at("penalty_ns");
+    if (penalty == 0) seen.insert({cache, threads});
+    CHECK(row.at("capacity") == 20000);
+    CHECK(row.at("ops_per_s").get<double>() > 0);
+    const double hit = row.at("hit_rate");
+    CHECK(hit > 0.6);
+    CHECK(hit < 0.9);
+    const std::uint64_t peak = row.at("peak_bytes");
+    const double bpe = row.at("bytes_per_entry");
+    CHECK(peak >= static_cast<std::uint64_t>(bpe * 20000 * 0.99));
+    if (cache == "std_lru") {
+      CHECK(bpe > 40);
+      CHECK(row.at("alloc_bytes_per_op").get<double>() > 0);
+    } else {
+      CHECK(bpe <= 40);
+      CHECK(row.at("alloc_bytes_per_op").get<double>() == 0);  // nothing allocated once full
+    }
+    CHECK(row.at("vm_hwm_bytes").get<std::uint64_t>() > peak);
+    const auto& lat = row.at("latency_ns");
+    const std::uint64_t p50 = lat.at("p50"), p99 = lat.at("p99"), p999 = lat.at("p999"), mx = lat.at("max");
+    CHECK(p50 > 0);
+    CHECK(p50 <= p99);
+    CHECK(p99 <= p999);
+    CHECK(p999 <= mx);
+    CHECK(row.size() == 12);
+  }
+  CHECK(seen.size() == 10);
+}
+
+TEST_CASE("bench_cache: bad options exit with status 2", "[cache][bench]") {
+  CHECK(run("--capacity=abc").status == 2);
+  CHECK(run("--threads=0").status == 2);
+  CHECK(run("--nope").status == 2);
+  CHECK(run("--budget=12q").status == 2);
+  CHECK(run("--quick=1").status == 2);
+}
+#endif

@@ -1,0 +1,139 @@
+// Byte bounds, accounting and the layout's bytes per entry.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <random>
+
+#include "arenastat/cache/cache.hpp"
+#include "arenastat/cache/sharded_cache.hpp"
+#include "cache_test_support.hpp"
+
+using namespace arenastat;
+using cache_test::live;
+using u64 = std::uint64_t;
+
+TEST_CASE("layout: node and entry sizes for 8-byte keys and values", "[cache][layout]") {
+  using C = tinylfu_cache<u64, u64>;
+  CHECK(C::node_bytes == 24);   // key 8 + value 8 + prev 4 + next 4
+  CHECK(C::entry_bytes == 28);  // + the meta word
+  CHECK(C::slot_count_for(1'000'000) == 1'333'334);
+}
+
+TEST_CASE("layout: footprint of a full 1M-entry cache, derived", "[cache][layout]") {
+  // slots 1,333,334 x 4 = 5,333,336; page directory 245 x 16 = 3,920;
+  // entries 1,000,000 x 28 = 28,000,000; tinylfu sketch 8 counters/entry:
+  // 8,000,000 / 128 = 62,500 blocks x 64 = 4,000,000.
+  CHECK(lru_cache<u64, u64>::footprint_bytes(1'000'000) == 5'333'336u + 3'920u + 28'000'000u);
+  CHECK(tinylfu_cache<u64, u64>::footprint_bytes(1'000'000) == 5'333'336u + 3'920u + 28'000'000u + 4'000'000u);
+}
+
+TEMPLATE_TEST_CASE("bytes per entry at full capacity: tracked, exact and <= 40", "[cache][layout]", lru, tinylfu) {
+  using C = basic_cache<u64, u64, TestType>;
+  const std::string name = std::string("test.bpe.") + std::string(TestType::name);
+  {
+    C c{name, {.max_entries = 1'000'000}};
+    for (u64 k = 0; k < 1'000'000; ++k) c.put(k, k);
+    REQUIRE(c.size() == 1'000'000);
+    const auto s = c.stats();
+    CHECK(s.own_bytes == C::footprint_bytes(1'000'000));
+    CHECK(s.live_bytes == static_cast<std::int64_t>(s.own_bytes));
+    CHECK(s.peak_bytes == s.own_bytes);
+    const double expected = std::string_view(TestType::name) == "lru" ? 33.337256 : 37.337256;
+    CHECK(s.bytes_per_entry == Approx(expected).epsilon(1e-9));
+    CHECK(s.bytes_per_entry <= 40.0);
+  }
+  CHECK(live(name) == 0);
+}
+
+TEST_CASE("bounds: max_bytes gives the largest capacity whose footprint fits", "[cache][bounds]") {
+  using C = tinylfu_cache<u64, u64>;
+  const std::size_t cap = C::capacity_for_bytes(100'000);
+  CHECK(C::footprint_bytes(cap) <= 100'000);
+  CHECK(C::footprint_bytes(cap + 1) > 100'000);
+  C c{"test.bounds.cap", {.max_bytes = 100'000}};
+  CHECK(c.capacity() == cap);
+  C both{"test.bounds.both", {.max_entries = 100, .max_bytes = 100'000}};
+  CHECK(both.capacity() == 100);
+}
+
+TEST_CASE("bounds: invalid options are refused with a message naming them", "[cache][bounds]") {
+  using C = lru_cache<u64, u64>;
+  CHECK_THROWS_WITH((C{"test.bad", {}}), Catch::Contains("max_entries, max_bytes"));
+  CHECK_THROWS_WITH((C{"", {.max_entries = 1}}), Catch::Contains("name"));
+  CHECK_THROWS_WITH((C{"test.bad", {.max_entries = C::max_capacity + 1}}), Catch::Contains("per-cache limit"));
+  CHECK_THROWS_WITH((C{"test.bad", {.max_bytes = 10}}), Catch::Contains("below the footprint"));
+  CHECK_THROWS_WITH((sharded_lru_cache<u64, u64>{"test.bad", {.max_entries = 3, .shards = 4}}),
+                    Catch::Contains("below the shard count"));
+}
+
+TEMPLATE_TEST_CASE("bounds: the account never exceeds max_bytes in a randomized run", "[cache][bounds]", lru, tinylfu) {
+  using C = basic_cache<u64, u64, TestType>;
+  const std::string name = std::string("test.bounds.random.") + std::string(TestType::name);
+  const std::uint64_t bound = 300'000;
+  C c{name, {.max_bytes = bound}};
+  std::mt19937_64 rng(7);
+  std::uint64_t peak = 0;
+  for (int step = 0; step < 60'000; ++step) {
+    const u64 key = rng() % 40'000;
+    switch (rng() % 8) {
+      case 0: c.erase(key); break;
+      case 1: c.get(key); break;
+      case 2:
+        if (step % 5000 == 0) c.clear();
+        break;
+      default: c.get_or_load(key, [](u64 k) { return k + 1; }); break;
+    }
+    const std::int64_t now = live(name);
+    REQUIRE(now <= static_cast<std::int64_t>(bound));
+    REQUIRE(now == static_cast<std::int64_t>(c.own_bytes()));
+    if (static_cast<std::uint64_t>(now) > peak) peak = static_cast<std::uint64_t>(now);
+  }
+  CHECK(peak == C::footprint_bytes(c.capacity()));
+  CHECK(account::get(name).peak_bytes() <= bound);
+}
+
+TEMPLATE_TEST_CASE("accounting: back to 0 after clear and after destruction", "[cache][bounds]", lru, tinylfu) {
+  using C = basic_cache<u64, u64, TestType>;
+  const std::string name = std::string("test.zero.") + std::string(TestType::name);
+  {
+    C c{name, {.max_entries = 10'000}};
+    CHECK(live(name) == 0);  // nothing is allocated before the first insertion
+    for (u64 k = 0; k < 5000; ++k) c.put(k, k);
+    CHECK(live(name) > 0);
+    c.clear();
+    CHECK(live(name) == 0);
+    CHECK(c.size() == 0);
+    CHECK_FALSE(c.contains(1));
+    for (u64 k = 0; k < 20'000; ++k) c.put(k, k);
+    CHECK(c.size() == 10'000);
+    CHECK(live(name) == static_cast<std::int64_t>(C::footprint_bytes(10'000)));
+  }
+  CHECK(live(name) == 0);
+}
+
+TEST_CASE("accounting: a sharded cache after clear holds exactly its shard array", "[cache][bounds]") {
+  const std::string name = "test.zero.sharded";
+  {
+    sharded_tinylfu_cache<u64, u64> c{name, {.max_entries = 8000, .shards = 8}};
+    for (u64 k = 0; k < 20'000; ++k) c.put(k, k);
+    CHECK(c.size() == 8000);
+    CHECK(live(name) == static_cast<std::int64_t>(c.shard_array_bytes() + 8 * tinylfu_cache<u64, u64>::footprint_bytes(1000)));
+    c.clear();
+    CHECK(live(name) == static_cast<std::int64_t>(c.shard_array_bytes()));
+  }
+  CHECK(live(name) == 0);
+}
+
+TEST_CASE("table: an insert beyond the probe distance limit is refused, not crashed", "[cache][bounds]") {
+  // With one hash for every key, key k sits at distance k from the shared home
+  // slot; distances stop at 255, so key 256 cannot be placed.
+  basic_cache<u64, u64, lru, cache_test::constant_hash> c{"test.table.probe", {.max_entries = 400}};
+  for (u64 k = 0; k < 256; ++k) REQUIRE(c.put(k, k));
+  CHECK_FALSE(c.put(256, 256));
+  CHECK(c.size() == 256);
+  CHECK(c.stats().rejected == 1);
+  for (u64 k = 0; k < 256; ++k) CHECK(c.get(k) == k);
+  CHECK(c.erase(0));
+  CHECK(c.put(256, 256));  // room again after an erase shifted the cluster back
+  CHECK(c.get(256) == 256u);
+}

@@ -1,0 +1,117 @@
+// Exception safety: a throwing upstream, loader and hash leave the cache
+// consistent (put: strong guarantee) and its accounting exact.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+
+#include "arenastat/cache/cache.hpp"
+#include "arenastat/cache/sharded_cache.hpp"
+#include "cache_test_support.hpp"
+
+using namespace arenastat;
+using cache_test::failing_resource;
+using cache_test::live;
+using u64 = std::uint64_t;
+
+namespace {
+
+// Throws for key 13, hashes every other key normally.
+struct picky_hash {
+  std::size_t operator()(u64 k) const {
+    if (k == 13) throw std::runtime_error("hash refuses 13");
+    return k;
+  }
+};
+
+template <class C>
+void check_contents(const C& c, u64 first, u64 end) {
+  for (u64 k = first; k < end; ++k) REQUIRE(c.contains(k));
+}
+
+}  // namespace
+
+// Allocation order of a cache of 10,000 entries: 1 table, 2 page directory,
+// [3 tinylfu sketch], then one page per 4096 entries.
+TEMPLATE_TEST_CASE("exceptions: bad_alloc from the upstream on every allocation in turn", "[cache][exceptions]", lru,
+                   tinylfu) {
+  using C = basic_cache<u64, u64, TestType>;
+  const std::string name = std::string("test.exc.upstream.") + std::string(TestType::name);
+  const std::size_t tables = std::string_view(TestType::name) == "lru" ? 2 : 3;
+  for (std::size_t fail_at = 1; fail_at <= tables + 3; ++fail_at) {
+    CAPTURE(fail_at);
+    failing_resource upstream{fail_at};
+    {
+      C c{name, {.max_entries = 10'000}, &upstream};
+      u64 stored = 0;
+      bool threw = false;
+      for (u64 k = 0; k < 10'000 && !threw; ++k) {
+        try {
+          c.put(k, k * 3);
+          ++stored;
+        } catch (const std::bad_alloc&) {
+          threw = true;
+        }
+      }
+      REQUIRE(threw);
+      // The failing allocation is the table set (nothing stored) or page p (4096 p stored).
+      const u64 expected_stored = fail_at <= tables ? 0 : 4096 * (fail_at - tables - 1);
+      CHECK(stored == expected_stored);
+      CHECK(c.size() == expected_stored);
+      CHECK_FALSE(c.contains(expected_stored));
+      check_contents(c, 0, stored);
+      CHECK(c.stats().evictions == 0);
+      // Accounting is exact: the account, the cache and the upstream agree.
+      CHECK(live(name) == upstream.live());
+      CHECK(live(name) == static_cast<std::int64_t>(c.own_bytes()));
+      // The cache keeps working once the upstream does.
+      for (u64 k = stored; k < 10'000; ++k) c.put(k, k * 3);
+      CHECK(c.size() == 10'000);
+      CHECK(c.get(9'999) == 29'997u);
+      CHECK(live(name) == static_cast<std::int64_t>(C::footprint_bytes(10'000)));
+    }
+    CHECK(live(name) == 0);
+    CHECK(upstream.live() == 0);
+  }
+}
+
+TEST_CASE("exceptions: a throwing loader leaves the cache unchanged", "[cache][exceptions]") {
+  const std::string name = "test.exc.loader";
+  tinylfu_cache<u64, u64> c{name, {.max_entries = 4}};
+  for (u64 k = 0; k < 4; ++k) c.put(k, k);
+  const std::int64_t before = live(name);
+  CHECK_THROWS_AS(c.get_or_load(99, [](u64) -> u64 { throw std::runtime_error("no"); }), std::runtime_error);
+  CHECK(c.size() == 4);
+  CHECK_FALSE(c.contains(99));
+  for (u64 k = 0; k < 4; ++k) CHECK(c.contains(k));
+  CHECK(c.stats().evictions == 0);
+  CHECK(c.stats().loads == 1);
+  CHECK(live(name) == before);
+}
+
+TEST_CASE("exceptions: a throwing hash leaves the cache unchanged", "[cache][exceptions]") {
+  const std::string name = "test.exc.hash";
+  basic_cache<u64, u64, lru, picky_hash> c{name, {.max_entries = 3}};
+  c.put(1, 1);
+  c.put(2, 2);
+  c.put(3, 3);
+  const std::int64_t before = live(name);
+  CHECK_THROWS_AS(c.put(13, 13), std::runtime_error);
+  CHECK_THROWS_AS(c.get(13), std::runtime_error);
+  CHECK_THROWS_AS(c.get_or_load(13, [](u64 k) { return k; }), std::runtime_error);
+  CHECK_THROWS_AS(c.erase(13), std::runtime_error);
+  CHECK(c.size() == 3);
+  CHECK(cache_test::lru_order(c) == std::vector<u64>{3, 2, 1});
+  CHECK(c.stats().evictions == 0);
+  CHECK(c.stats().hits + c.stats().misses == 0);
+  CHECK(live(name) == before);
+}
+
+TEST_CASE("exceptions: a sharded cache passes a loader's exception to every waiter", "[cache][exceptions]") {
+  const std::string name = "test.exc.sharded";
+  sharded_lru_cache<u64, u64> c{name, {.max_entries = 64, .shards = 4}};
+  CHECK_THROWS_AS(c.get_or_load(5, [](u64) -> u64 { throw std::runtime_error("no"); }), std::runtime_error);
+  CHECK(c.size() == 0);
+  CHECK(c.get_or_load(5, [](u64 k) { return k + 1; }) == 6u);
+  CHECK(c.size() == 1);
+}

@@ -1,0 +1,135 @@
+// The sharded cache: concurrent stress and single-flight loading.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "arenastat/cache/sharded_cache.hpp"
+#include "cache_test_support.hpp"
+
+using namespace arenastat;
+using cache_test::live;
+using u64 = std::uint64_t;
+
+namespace {
+
+// Releases every thread at once.
+class start_gate {
+ public:
+  explicit start_gate(int n) : waiting_(n) {}
+  void arrive_and_wait() {
+    waiting_.fetch_sub(1);
+    while (waiting_.load() > 0) std::this_thread::yield();
+  }
+
+ private:
+  std::atomic<int> waiting_;
+};
+
+}  // namespace
+
+TEST_CASE("sharded: shards split the entry bound, the rest goes to the first shards", "[cache][sharded]") {
+  sharded_lru_cache<u64, u64> c{"test.sharded.split", {.max_entries = 1003, .shards = 4}};
+  CHECK(c.shard_count() == 4);
+  CHECK(c.capacity() == 1003);
+  for (u64 k = 0; k < 100'000; ++k) c.put(k, k);
+  CHECK(c.size() == 1003);
+}
+
+TEMPLATE_TEST_CASE("sharded: concurrent get, put, get_or_load and erase stay consistent", "[cache][sharded][threads]",
+                   lru, tinylfu) {
+  const std::string name = std::string("test.sharded.stress.") + std::string(TestType::name);
+  constexpr int threads = 4;
+  constexpr int ops = 20'000;
+  {
+    sharded_cache<u64, u64, TestType> c{name, {.max_entries = 512, .shards = 8}};
+    std::atomic<u64> gets{0}, wrong{0};
+    start_gate gate(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        std::mt19937_64 rng(static_cast<u64>(t) + 1);
+        gate.arrive_and_wait();
+        for (int i = 0; i < ops; ++i) {
+          const u64 key = rng() % 2048;
+          switch (rng() % 4) {
+            case 0: c.put(key, key * 2 + 11); break;
+            case 1:
+              gets.fetch_add(1);
+              if (auto v = c.get(key); v && *v != key * 2 + 11) wrong.fetch_add(1);
+              break;
+            case 2:
+              gets.fetch_add(1);
+              if (c.get_or_load(key, [](u64 k) { return k * 2 + 11; }) != key * 2 + 11) wrong.fetch_add(1);
+              break;
+            default: c.erase(key); break;
+          }
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    CHECK(wrong.load() == 0);
+    const auto s = c.stats();
+    CHECK(s.hits + s.misses == gets.load());
+    CHECK(s.size <= 512);
+    CHECK(s.size == c.size());
+    CHECK(live(name) == static_cast<std::int64_t>(s.own_bytes));
+  }
+  CHECK(live(name) == 0);
+}
+
+TEST_CASE("sharded: a loader runs once when 8 threads ask for the same key", "[cache][sharded][threads]") {
+  sharded_tinylfu_cache<u64, u64> c{"test.sharded.flight", {.max_entries = 1024, .shards = 4}};
+  constexpr int threads = 8;
+  std::atomic<int> calls{0};
+  std::atomic<u64> sum{0};
+  start_gate gate(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      gate.arrive_and_wait();
+      sum.fetch_add(c.get_or_load(77, [&](u64 k) {
+        calls.fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        return k * 2 + 11;
+      }));
+    });
+  }
+  for (auto& th : pool) th.join();
+  CHECK(calls.load() == 1);
+  CHECK(sum.load() == threads * 165u);
+  CHECK(c.stats().loads == 1);
+  CHECK(c.size() == 1);
+}
+
+TEST_CASE("sharded: every waiter of a failing load gets the exception, the loader ran once",
+          "[cache][sharded][threads]") {
+  sharded_lru_cache<u64, u64> c{"test.sharded.flight.fail", {.max_entries = 64, .shards = 2}};
+  constexpr int threads = 8;
+  std::atomic<int> calls{0}, failures{0};
+  start_gate gate(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      gate.arrive_and_wait();
+      try {
+        c.get_or_load(3, [&](u64) -> u64 {
+          calls.fetch_add(1);
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          throw std::runtime_error("backend down");
+        });
+      } catch (const std::runtime_error&) {
+        failures.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  CHECK(calls.load() == 1);
+  CHECK(failures.load() == threads);
+  CHECK(c.size() == 0);
+}

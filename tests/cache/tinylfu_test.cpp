@@ -1,0 +1,140 @@
+// W-TinyLFU: the documented behaviour on small hand-traced sequences.
+// Capacity 4: window 1 entry, main 3, protected at most 2 (80% of 3).
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "arenastat/cache/cache.hpp"
+#include "cache_test_support.hpp"
+
+using namespace arenastat;
+using u64 = std::uint64_t;
+using keys = std::vector<u64>;
+using cache_t = tinylfu_cache<u64, u64>;
+
+namespace {
+
+keys segment(const cache_t& c, tinylfu_segment s) {
+  keys out;
+  c.policy().for_each(s, [&](std::uint32_t i) { out.push_back(c.key_at(i)); });
+  return out;
+}
+std::uint32_t freq(const cache_t& c, u64 k) { return c.policy().frequency(c.hash_key(k).h32()); }
+
+}  // namespace
+
+TEST_CASE("tinylfu: segment sizes follow the capacity", "[cache][tinylfu]") {
+  cache_t small{"test.tlfu.sizes4", {.max_entries = 4}};
+  CHECK(small.policy().window_max() == 1);
+  CHECK(small.policy().protected_max() == 2);
+  cache_t big{"test.tlfu.sizes1000", {.max_entries = 1000}};
+  CHECK(big.policy().window_max() == 10);
+  CHECK(big.policy().protected_max() == 792);
+}
+
+TEST_CASE("tinylfu: new keys enter the window, its overflow goes to probation", "[cache][tinylfu]") {
+  cache_t c{"test.tlfu.window", {.max_entries = 4}};
+  for (u64 k = 1; k <= 4; ++k) c.put(k, k);
+  CHECK(segment(c, tinylfu_segment::window) == keys{4});
+  CHECK(segment(c, tinylfu_segment::probation) == keys{3, 2, 1});
+  CHECK(segment(c, tinylfu_segment::protected_).empty());
+}
+
+TEST_CASE("tinylfu: a probation hit promotes, protected overflow demotes its back", "[cache][tinylfu]") {
+  cache_t c{"test.tlfu.promote", {.max_entries = 4}};
+  for (u64 k = 1; k <= 4; ++k) c.put(k, k);
+  c.get(1);
+  c.get(2);
+  CHECK(segment(c, tinylfu_segment::protected_) == keys{2, 1});
+  CHECK(segment(c, tinylfu_segment::probation) == keys{3});
+  c.get(3);  // protected would hold 3: its back (1) goes to the front of probation
+  CHECK(segment(c, tinylfu_segment::protected_) == keys{3, 2});
+  CHECK(segment(c, tinylfu_segment::probation) == keys{1});
+  c.get(4);  // a window hit stays in the window
+  CHECK(segment(c, tinylfu_segment::window) == keys{4});
+}
+
+TEST_CASE("tinylfu: the candidate is admitted only when strictly more frequent", "[cache][tinylfu]") {
+  cache_t c{"test.tlfu.duel", {.max_entries = 4}};
+  for (u64 k = 1; k <= 4; ++k) c.put(k, k);
+  c.get(1);
+  c.get(1);
+  c.get(2);
+  REQUIRE(freq(c, 1) == 3);
+  REQUIRE(freq(c, 2) == 2);
+  REQUIRE(freq(c, 3) == 1);
+  REQUIRE(freq(c, 4) == 1);
+  // Full: candidate 4 (freq 1) against victim 3 (freq 1): a tie keeps the victim.
+  c.put(5, 5);
+  CHECK_FALSE(c.contains(4));
+  CHECK(c.contains(3));
+  CHECK(segment(c, tinylfu_segment::window) == keys{5});
+  // Candidate 5 (freq 3) against victim 3 (freq 1): 5 enters probation, 3 goes.
+  c.get(5);
+  c.get(5);
+  REQUIRE(freq(c, 5) == 3);
+  c.put(6, 6);
+  CHECK_FALSE(c.contains(3));
+  CHECK(segment(c, tinylfu_segment::probation) == keys{5});
+  CHECK(segment(c, tinylfu_segment::window) == keys{6});
+  CHECK(c.stats().evictions == 2);
+}
+
+TEST_CASE("tinylfu: a scan of one-time keys does not flush frequent keys (LRU does)", "[cache][tinylfu]") {
+  cache_t c{"test.tlfu.scan", {.max_entries = 4}};
+  lru_cache<u64, u64> l{"test.tlfu.scan.lru", {.max_entries = 4}};
+  for (u64 k = 1; k <= 4; ++k) {
+    c.put(k, k);
+    l.put(k, k);
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (u64 k = 1; k <= 3; ++k) {
+      c.get(k);
+      l.get(k);
+    }
+  }
+  for (u64 k = 100; k < 130; ++k) {
+    c.put(k, k);
+    l.put(k, k);
+  }
+  for (u64 k = 1; k <= 3; ++k) {
+    CHECK(c.contains(k));
+    CHECK_FALSE(l.contains(k));
+  }
+  CHECK(c.contains(129));  // the last scanned key sits in the window
+  CHECK(c.size() == 4);
+}
+
+TEST_CASE("tinylfu: the victim is the least frequent of the 8 at the back of probation", "[cache][tinylfu]") {
+  // Capacity 20: window 1. Key k is read m(k) times while it is the window's
+  // only entry (window hits do not promote), so probation holds 1..19 from
+  // the back with frequencies 1 + m(k).
+  cache_t c{"test.tlfu.sample", {.max_entries = 20}};
+  auto reads = [](u64 k) -> int { return k == 4 ? 1 : k == 20 ? 2 : 3; };
+  for (u64 k = 1; k <= 20; ++k) {
+    c.put(k, k);
+    for (int m = 0; m < reads(k); ++m) c.get(k);
+  }
+  REQUIRE(segment(c, tinylfu_segment::window) == keys{20});
+  REQUIRE(freq(c, 1) == 4);
+  REQUIRE(freq(c, 4) == 2);
+  REQUIRE(freq(c, 20) == 3);
+  c.put(21, 21);  // candidate 20 (3) beats the sample's least frequent, key 4 (2)
+  CHECK_FALSE(c.contains(4));
+  CHECK(c.contains(1));
+  CHECK(c.contains(20));
+  CHECK(segment(c, tinylfu_segment::probation).front() == 20);
+}
+
+TEST_CASE("tinylfu: the sketch halves its counters every 20 x capacity increments", "[cache][tinylfu]") {
+  cache_t c{"test.tlfu.halve", {.max_entries = 4}};  // sample size 80
+  c.put(1, 1);
+  for (int i = 0; i < 13; ++i) c.get(1);
+  REQUIRE(freq(c, 1) == 14);
+  REQUIRE(c.policy().sketch().additions() == 14);
+  // 66 more recorded increments of other keys reach 80: every counter halves.
+  for (u64 k = 1000; k < 1066; ++k) c.get(k);
+  CHECK(freq(c, 1) == 7);
+  CHECK(c.policy().sketch().additions() == 40);
+}
