@@ -20,7 +20,7 @@ const json* find_entry(const json& j, const std::string& name) {
 }
 
 // Whether a libjemalloc shared object is loaded, found without mallctl.
-bool jemalloc_library_loaded() {
+[[maybe_unused]] bool jemalloc_library_loaded() {
   bool found = false;
   ::dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t, void* data) {

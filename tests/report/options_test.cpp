@@ -10,7 +10,7 @@ using arenastat::sort_key;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
-TEST_CASE("no options gives the defaults", "[options]") {
+TEST_CASE("options: no options gives the defaults", "[options]") {
   const auto o = parse_report_options("");
   CHECK(o.min_size == 0);
   CHECK_FALSE(o.human);
@@ -20,34 +20,34 @@ TEST_CASE("no options gives the defaults", "[options]") {
   CHECK(parse_report_options(" \t\n ").format == report_format::text);
 }
 
-TEST_CASE("-s=SIZE sets the minimum size", "[options]") {
+TEST_CASE("options: -s=SIZE sets the minimum size", "[options]") {
   CHECK(parse_report_options("-s=4096").min_size == 4096);
   CHECK(parse_report_options("-s=10m").min_size == 10485760);
   CHECK(parse_report_options("-s=1K").min_size == 1024);
 }
 
-TEST_CASE("-H asks for human sizes", "[options]") {
+TEST_CASE("options: -H asks for human sizes", "[options]") {
   CHECK(parse_report_options("-H").human);
 }
 
-TEST_CASE("--sort takes each key", "[options]") {
+TEST_CASE("options: --sort takes each key", "[options]") {
   CHECK(parse_report_options("--sort=peak").sort == sort_key::peak);
   CHECK(parse_report_options("--sort=count").sort == sort_key::count);
   CHECK(parse_report_options("--sort=name").sort == sort_key::name);
   CHECK(parse_report_options("--sort=live").sort == sort_key::live);
 }
 
-TEST_CASE("--top=N limits the entries", "[options]") {
+TEST_CASE("options: --top=N limits the entries", "[options]") {
   CHECK(parse_report_options("--top=1").top == std::optional<std::size_t>{1});
   CHECK(parse_report_options("--top=25").top == std::optional<std::size_t>{25});
 }
 
-TEST_CASE("--json and --tree choose the format", "[options]") {
+TEST_CASE("options: --json and --tree choose the format", "[options]") {
   CHECK(parse_report_options("--json").format == report_format::json);
   CHECK(parse_report_options("--tree").format == report_format::tree);
 }
 
-TEST_CASE("options combine, separated by any whitespace", "[options]") {
+TEST_CASE("options: options combine, separated by any whitespace", "[options]") {
   const auto o = parse_report_options("  -H\t-s=2k\n--sort=name   --top=3 --json ");
   CHECK(o.human);
   CHECK(o.min_size == 2048);
@@ -56,13 +56,13 @@ TEST_CASE("options combine, separated by any whitespace", "[options]") {
   CHECK(o.format == report_format::json);
 }
 
-TEST_CASE("a repeated option takes its last value", "[options]") {
+TEST_CASE("options: a repeated option takes its last value", "[options]") {
   const auto o = parse_report_options("-s=1k -s=2k --sort=count --sort=name");
   CHECK(o.min_size == 2048);
   CHECK(o.sort == sort_key::name);
 }
 
-TEST_CASE("a bad size names the option and the size", "[options]") {
+TEST_CASE("options: a bad size names the option and the size", "[options]") {
   CHECK_THROWS_WITH(parse_report_options("-s=10x"),
                     StartsWith("arenastat: bad option '-s=10x': invalid size '10x'"));
   CHECK_THROWS_AS(parse_report_options("-H -s=10x"), std::invalid_argument);
@@ -70,14 +70,14 @@ TEST_CASE("a bad size names the option and the size", "[options]") {
   CHECK_THROWS_WITH(parse_report_options("-s=-1"), Contains("'-s=-1'"));
 }
 
-TEST_CASE("-s without a value is an error", "[options]") {
+TEST_CASE("options: -s without a value is an error", "[options]") {
   CHECK_THROWS_WITH(parse_report_options("-s="),
                     "arenastat: bad option '-s=': expected -s=SIZE, e.g. -s=10m");
   CHECK_THROWS_WITH(parse_report_options("-s"),
                     "arenastat: bad option '-s': expected -s=SIZE, e.g. -s=10m");
 }
 
-TEST_CASE("an unknown sort key is an error listing the keys", "[options]") {
+TEST_CASE("options: an unknown sort key is an error listing the keys", "[options]") {
   CHECK_THROWS_WITH(parse_report_options("--sort=size"),
                     "arenastat: bad option '--sort=size': expected --sort=peak, --sort=count, "
                     "--sort=name or --sort=live");
@@ -85,7 +85,7 @@ TEST_CASE("an unknown sort key is an error listing the keys", "[options]") {
   CHECK_THROWS_WITH(parse_report_options("--sort=PEAK"), Contains("'--sort=PEAK'"));
 }
 
-TEST_CASE("--top needs a whole number of at least 1", "[options]") {
+TEST_CASE("options: --top needs a whole number of at least 1", "[options]") {
   CHECK_THROWS_WITH(parse_report_options("--top=0"),
                     StartsWith("arenastat: bad option '--top=0': N must be at least 1"));
   CHECK_THROWS_WITH(parse_report_options("--top=abc"),
@@ -99,14 +99,14 @@ TEST_CASE("--top needs a whole number of at least 1", "[options]") {
                     "arenastat: bad option '--top=99999999999999999999': N does not fit in 64 bits");
 }
 
-TEST_CASE("an unknown option is named with the grammar", "[options]") {
+TEST_CASE("options: an unknown option is named with the grammar", "[options]") {
   CHECK_THROWS_WITH(parse_report_options("--foo"),
                     "arenastat: unknown option '--foo' (expected -s=SIZE, -H, "
                     "--sort=peak|count|name|live, --top=N, --json, --tree)");
   CHECK_THROWS_WITH(parse_report_options("-H --foo --json"), Contains("'--foo'"));
 }
 
-TEST_CASE("near misses of known options are unknown options", "[options]") {
+TEST_CASE("options: near misses of known options are unknown options", "[options]") {
   CHECK_THROWS_WITH(parse_report_options("-h"), Contains("unknown option '-h'"));
   CHECK_THROWS_WITH(parse_report_options("-s10m"), Contains("unknown option '-s10m'"));
   CHECK_THROWS_WITH(parse_report_options("-Hx"), Contains("unknown option '-Hx'"));
@@ -115,13 +115,13 @@ TEST_CASE("near misses of known options are unknown options", "[options]") {
                     Contains("unknown option '--sorted=peak'"));
 }
 
-TEST_CASE("stray words are unknown options", "[options]") {
+TEST_CASE("options: stray words are unknown options", "[options]") {
   CHECK_THROWS_WITH(parse_report_options("-H peak"), Contains("unknown option 'peak'"));
   CHECK_THROWS_WITH(parse_report_options("-s 10m"), Contains("'-s'"));
   CHECK_THROWS_WITH(parse_report_options("1"), Contains("unknown option '1'"));
 }
 
-TEST_CASE("--json with --tree is an error in either order", "[options]") {
+TEST_CASE("options: --json with --tree is an error in either order", "[options]") {
   CHECK_THROWS_WITH(parse_report_options("--json --tree"),
                     "arenastat: bad option '--json' with '--tree': choose one output format");
   CHECK_THROWS_AS(parse_report_options("--tree -H --json"), std::invalid_argument);
