@@ -190,7 +190,9 @@ class server_loop {
     while (!s_.stop_requested.load(std::memory_order_acquire)) {
       fds.clear();
       fds.push_back({s_.wake_read, POLLIN, 0});
-      fds.push_back({s_.listen_fd, POLLIN, 0});
+      // Out of descriptors: stop polling the listener for a moment rather than spin.
+      const bool accepting = clock::now() >= accept_paused_until_;
+      fds.push_back({s_.listen_fd, static_cast<short>(accepting ? POLLIN : 0), 0});
       for (const client& c : clients_) fds.push_back({c.fd, static_cast<short>(c.writing ? POLLOUT : POLLIN), 0});
       const int n = ::poll(fds.data(), fds.size(), poll_timeout_ms());
       if (n < 0) {
@@ -213,8 +215,9 @@ class server_loop {
 
  private:
   int poll_timeout_ms() const {
-    if (clients_.empty()) return -1;
-    clock::time_point first = clients_.front().deadline;
+    const bool paused = clock::now() < accept_paused_until_;
+    if (clients_.empty() && !paused) return -1;
+    clock::time_point first = paused ? accept_paused_until_ : clients_.front().deadline;
     for (const client& c : clients_) first = std::min(first, c.deadline);
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(first - clock::now()).count();
     return static_cast<int>(std::clamp<long long>(left, 0, 60'000));
@@ -231,7 +234,10 @@ class server_loop {
       const int fd = ::accept4(s_.listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
-        return;  // EAGAIN, or out of descriptors: retried at the next readiness
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          accept_paused_until_ = clock::now() + std::chrono::milliseconds(100);
+        }
+        return;  // EAGAIN: nothing more to accept now
       }
       if (!peer_allowed(fd)) {
         counts_.refused.fetch_add(1, std::memory_order_relaxed);
@@ -341,6 +347,7 @@ class server_loop {
   server& s_;
   atomic_counters& counts_;
   std::vector<client> clients_;
+  clock::time_point accept_paused_until_{};
 };
 
 void server_main(std::shared_ptr<server> s, atomic_counters* counts) {

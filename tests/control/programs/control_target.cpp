@@ -35,9 +35,10 @@ std::pmr::memory_resource* scratch() {
   return &r;
 }
 
+// Never destroyed: the blocks stay reachable when exit() ends the program early.
 std::vector<void*>& held() {
-  static std::vector<void*> v;
-  return v;
+  static auto* v = new std::vector<void*>;
+  return *v;
 }
 
 void grow(std::size_t blocks) {
