@@ -5,6 +5,8 @@
 #include "arenastat/arena_resource.hpp"
 #include "arenastat/context.hpp"
 #include "arenastat/grow_hook.hpp"
+// Declarations only (no <jemalloc/jemalloc.h>); using it needs arenastat::jemalloc.
+#include "arenastat/jemalloc_resource.hpp"
 #include "arenastat/report.hpp"
 #include "arenastat/scope.hpp"
 #include "arenastat/size.hpp"
