@@ -127,7 +127,7 @@ TEST_CASE("the TOTAL line sums every entry", "[control][diff]") {
                                                      std::string(11, ' ') + "TOTAL\n"));
 }
 
-TEST_CASE("-s hides small changes and counts them", "[control][diff]") {
+TEST_CASE("diff with -s hides small changes and counts them", "[control][diff]") {
   const std::string text = render_diff(
       diff_entries({account_entry("a", 0, 0, 0, 0), account_entry("b", 0, 0, 0, 0)},
                    {account_entry("a", 4096, 4096, 1, 0), account_entry("b", 100, 100, 1, 0)}),
@@ -136,7 +136,7 @@ TEST_CASE("-s hides small changes and counts them", "[control][diff]") {
   CHECK(text.find("(1 changed entries below 1024 omitted)") != std::string::npos);
 }
 
-TEST_CASE("--top keeps the N largest changes", "[control][diff]") {
+TEST_CASE("diff with --top keeps the N largest changes", "[control][diff]") {
   const std::string text =
       render_diff(diff_entries({}, {account_entry("a", 1, 1, 1, 0), account_entry("b", 2, 2, 1, 0),
                                     account_entry("c", 3, 3, 1, 0)}),
@@ -147,7 +147,7 @@ TEST_CASE("--top keeps the N largest changes", "[control][diff]") {
   CHECK(r[1] == "(2 more entries beyond --top omitted)");
 }
 
-TEST_CASE("--sort=count orders by the change of the count", "[control][diff]") {
+TEST_CASE("diff with --sort=count orders by the change of the count", "[control][diff]") {
   const std::string text = render_diff(
       diff_entries({account_entry("bytes", 0, 0, 0, 0), account_entry("blocks", 0, 0, 0, 0)},
                    {account_entry("bytes", 9000, 9000, 1, 0), account_entry("blocks", 10, 10, 50, 0)}),
@@ -157,7 +157,7 @@ TEST_CASE("--sort=count orders by the change of the count", "[control][diff]") {
   CHECK(r[0].find("blocks") != std::string::npos);
 }
 
-TEST_CASE("-H prints sizes human-readably with signs", "[control][diff]") {
+TEST_CASE("diff with -H prints sizes human-readably with signs", "[control][diff]") {
   const std::string text = render_diff(diff_entries({account_entry("a", 1048576, 1048576, 1, 0)},
                                                     {account_entry("a", 524288, 1048576, 1, 0)}),
                                        parse_report_options("-H"));
@@ -188,7 +188,7 @@ TEST_CASE("the JSON diff carries before, after and change of every figure", "[co
   CHECK(j["total"]["live"]["change"] == 195);
 }
 
-TEST_CASE("--tree is refused by the diff", "[control][diff]") {
+TEST_CASE("diff with --tree is refused", "[control][diff]") {
   CHECK_THROWS_WITH(render_diff({}, parse_report_options("--tree")),
                     "--tree: the diff has no tree view (use text or --json)");
 }
