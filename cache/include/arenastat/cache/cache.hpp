@@ -14,7 +14,7 @@
 // Layout (docs/cache.md has the figures):
 //   pages of up to 4096 entries, allocated as the cache fills: per entry one
 //     node {K key; V value; uint32 prev, next} and one uint32 meta word
-//     (30 bits of the key's hash + 2 bits of policy state);
+//     (29 bits of the key's hash + 3 bits of policy state);
 //   the table: an array of uint32 slots, capacity + capacity/3 + 1 of them,
 //     allocated at the first insertion for the full capacity (it never
 //     rehashes), Robin Hood linear probing with backward-shift deletion;
@@ -96,11 +96,15 @@ struct cache_node {
   ~cache_node() {}
 };
 
-// The mixed 64-bit hash of a key. The table uses the high 32 bits (low 2
-// cleared, they hold policy state in the meta word); sharded_cache the low 32.
+// Low bits of an entry's meta word that belong to the policy; the others hold
+// the entry's 32-bit hash with these bits cleared.
+inline constexpr std::uint32_t policy_bits = 7u;
+
+// The mixed 64-bit hash of a key. The table uses the high 32 bits (the policy
+// bits cleared); sharded_cache the low 32.
 struct hashed_key {
   std::uint64_t full;
-  std::uint32_t h32() const noexcept { return static_cast<std::uint32_t>(full >> 32) & ~3u; }
+  std::uint32_t h32() const noexcept { return static_cast<std::uint32_t>(full >> 32) & ~policy_bits; }
   std::uint32_t low() const noexcept { return static_cast<std::uint32_t>(full); }
 };
 
@@ -305,6 +309,7 @@ class basic_cache {
   hashed_key hash_key(const K& key) const { return hashed_key{mix_hash(static_cast<std::uint64_t>(hash_(key)))}; }
 
   std::optional<V> get_hashed(const K& key, hashed_key h) {
+    policy_.prefetch(h.h32());
     const std::uint32_t pos = slots_ ? find(h.h32(), key) : npos;
     policy_.record(h.h32());
     if (pos == npos) {
@@ -368,7 +373,7 @@ class basic_cache {
   std::uint32_t slot_tag(std::uint32_t s) const noexcept {
     return static_cast<std::uint32_t>(static_cast<std::uint64_t>(s) >> tag_shift_);
   }
-  std::uint32_t tag_of(std::uint32_t h32) const noexcept { return (h32 >> 2) & tag_mask_; }
+  std::uint32_t tag_of(std::uint32_t h32) const noexcept { return (h32 >> 3) & tag_mask_; }
   std::uint32_t home(std::uint32_t h32) const noexcept {
     return static_cast<std::uint32_t>((static_cast<std::uint64_t>(h32) * slot_count_) >> 32);
   }
@@ -383,7 +388,11 @@ class basic_cache {
     for (std::uint32_t d = 0;; ++d) {
       const std::uint32_t s = slots_[pos];
       if (s == 0 || dist(s) < d) return npos;
-      if (slot_tag(s) == want && eq_(store_.at(slot_index(s)).key, key)) return pos;
+      if (slot_tag(s) == want) {
+        const std::uint32_t i = slot_index(s);
+        __builtin_prefetch(&store_.meta(i), 1);  // the policy reads it next
+        if (eq_(store_.at(i).key, key)) return pos;
+      }
       pos = advance(pos);
     }
   }
@@ -436,7 +445,7 @@ class basic_cache {
   }
 
   std::uint32_t slot_of_index(std::uint32_t i) const noexcept {
-    std::uint32_t pos = home(store_.meta(i) & ~3u);
+    std::uint32_t pos = home(store_.meta(i) & ~detail::policy_bits);
     while (((slots_[pos] >> 8) & idx_mask_) != i + 1) pos = advance(pos);
     return pos;
   }

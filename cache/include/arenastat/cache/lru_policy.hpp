@@ -3,11 +3,12 @@
 //
 // Policy interface (shared with tinylfu_policy), over a Links object giving
 // prev(i), next(i) and meta(i) (std::uint32_t& each) for entry index i; the
-// low 2 bits of meta(i) belong to the policy, the upper 30 bits hold the
+// low 3 bits of meta(i) belong to the policy, the upper 29 bits hold the
 // entry's hash (the same value the cache passes as `h`):
 //   static std::size_t metadata_bytes(std::size_t capacity)  bytes allocate() takes
 //   void configure(std::size_t capacity) noexcept
 //   void allocate(std::pmr::memory_resource*)  /  void release(...) noexcept
+//   void prefetch(std::uint32_t h) const noexcept  record(h) is coming: start loads
 //   void record(std::uint32_t h) noexcept       an access to a key (hit or miss)
 //   void on_hit(std::uint32_t i) noexcept
 //   void on_insert(std::uint32_t i) noexcept    a new entry (the cache has room)
@@ -34,6 +35,7 @@ class lru_policy {
   void allocate(std::pmr::memory_resource*) noexcept {}
   void release(std::pmr::memory_resource*) noexcept {}
 
+  void prefetch(std::uint32_t) const noexcept {}
   void record(std::uint32_t) noexcept {}
   void on_hit(std::uint32_t i) noexcept { detail::list_move_to_front(*links_, list_, i); }
   void on_insert(std::uint32_t i) noexcept { detail::list_push_front(*links_, list_, i); }

@@ -4,12 +4,15 @@
 //   window     LRU, WindowPercent % of the capacity (at least 1 entry): every
 //              new entry enters here, so a burst of new keys is absorbed.
 //   probation  LRU, main segment entries seen once in main.
-//   protected  LRU, up to 80% of the main segment: entries hit in probation.
+//   protected  CLOCK, up to 80% of the main segment: entries hit in probation.
 //
-// A hit moves the entry to the front of its segment; a hit in probation
-// promotes it to protected (the back of protected is demoted to the front of
-// probation when protected is over its share). When the window is over its
-// share its back entry moves to the front of probation.
+// A hit in the window or probation moves the entry to the front of its list;
+// a hit in probation promotes it to the front of protected. A hit in
+// protected only sets the entry's reference bit (no list update: the hot path
+// touches no neighbour). When protected is over its share, its back entries
+// with the bit set get a second chance (bit cleared, moved to the front) and
+// the first one without it is demoted to the front of probation. When the
+// window is over its share its back entry moves to the front of probation.
 //
 // Admission (the scan resistance): when the cache is full and the window holds
 // its share, the window's back entry (the candidate) duels a victim from the
@@ -60,6 +63,7 @@ class tinylfu_policy {
   void allocate(std::pmr::memory_resource* res) { sketch_.allocate(res); }
   void release(std::pmr::memory_resource* res) noexcept { sketch_.release(res); }
 
+  void prefetch(std::uint32_t h) const noexcept { sketch_.prefetch(h); }
   void record(std::uint32_t h) noexcept { sketch_.increment(h); }
 
   void on_hit(std::uint32_t i) noexcept {
@@ -68,13 +72,9 @@ class tinylfu_policy {
       case tinylfu_segment::probation:
         detail::list_unlink(*links_, probation_, i);
         put_front(protected_, i, tinylfu_segment::protected_);
-        if (protected_.size > protected_max_) {
-          const std::uint32_t d = protected_.tail;
-          detail::list_unlink(*links_, protected_, d);
-          put_front(probation_, d, tinylfu_segment::probation);
-        }
+        if (protected_.size > protected_max_) demote_from_protected();
         break;
-      case tinylfu_segment::protected_: detail::list_move_to_front(*links_, protected_, i); break;
+      case tinylfu_segment::protected_: links_->meta(i) |= reference_bit; break;
     }
   }
 
@@ -117,7 +117,7 @@ class tinylfu_policy {
 
   // Introspection (tests, diagnostics).
   tinylfu_segment segment(std::uint32_t i) const noexcept {
-    return static_cast<tinylfu_segment>(links_->meta(i) & 3u);
+    return static_cast<tinylfu_segment>(links_->meta(i) & segment_mask);
   }
   std::size_t window_max() const noexcept { return window_max_; }
   std::size_t protected_max() const noexcept { return protected_max_; }
@@ -130,6 +130,23 @@ class tinylfu_policy {
   }
 
  private:
+  static constexpr std::uint32_t segment_mask = 3u;
+  static constexpr std::uint32_t reference_bit = 4u;
+
+  // CLOCK over the protected list: a back entry referenced since it was last
+  // looked at gets a second chance at the front (bit cleared); the first
+  // unreferenced back entry moves to the front of probation.
+  void demote_from_protected() noexcept {
+    std::uint32_t d = protected_.tail;
+    while (links_->meta(d) & reference_bit) {
+      links_->meta(d) &= ~reference_bit;
+      detail::list_move_to_front(*links_, protected_, d);
+      d = protected_.tail;
+    }
+    detail::list_unlink(*links_, protected_, d);
+    put_front(probation_, d, tinylfu_segment::probation);
+  }
+
   std::uint32_t main_back() const noexcept {
     return probation_.tail != detail::nil_index ? probation_.tail : protected_.tail;
   }
@@ -149,7 +166,7 @@ class tinylfu_policy {
     }
     return best;
   }
-  std::uint32_t hash_of(std::uint32_t i) const noexcept { return links_->meta(i) & ~3u; }
+  std::uint32_t hash_of(std::uint32_t i) const noexcept { return links_->meta(i) & ~7u; }
   detail::index_list& list_of(tinylfu_segment s) noexcept {
     switch (s) {
       case tinylfu_segment::window: return window_;
@@ -159,7 +176,7 @@ class tinylfu_policy {
   }
   void put_front(detail::index_list& l, std::uint32_t i, tinylfu_segment s) noexcept {
     std::uint32_t& m = links_->meta(i);
-    m = (m & ~3u) | static_cast<std::uint32_t>(s);
+    m = (m & ~7u) | static_cast<std::uint32_t>(s);  // the reference bit is cleared too
     detail::list_push_front(*links_, l, i);
   }
 
