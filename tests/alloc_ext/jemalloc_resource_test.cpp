@@ -43,6 +43,18 @@ struct block {
   std::size_t alignment;
 };
 
+// A thread-local whose destructor allocates: constructed before the thread's
+// first use of a resource, it is destroyed after the resource's thread-exit
+// clean-up has run.
+struct late_user {
+  jemalloc_resource* je = nullptr;
+  void** out = nullptr;
+  ~late_user() {
+    if (je != nullptr) *out = je->allocate(100);
+  }
+};
+thread_local late_user tl_late_user;
+
 }  // namespace
 
 TEST_CASE("jemalloc_resource: every resource owns a fresh, empty arena", "[jemalloc]") {
@@ -303,6 +315,26 @@ TEST_CASE("jemalloc_resource: a thread's cache is destroyed when the thread exit
   t.join();
   CHECK(je.thread_cache_count() == 0);
   CHECK(je.arena_stats().allocated_bytes() == 0);  // the exit flushed the cache
+}
+
+TEST_CASE("jemalloc_resource: allocating after the thread's clean-up uses no cache and leaks none",
+          "[jemalloc][threads]") {
+  jemalloc_resource je;
+  void* late = nullptr;
+  std::thread t{[&] {
+    tl_late_user.out = &late;  // constructed now: destroyed after the clean-up
+    tl_late_user.je = &je;
+    void* p = je.allocate(100);  // creates this thread's cache
+    je.deallocate(p, 100);
+  }};
+  t.join();
+  REQUIRE(late != nullptr);
+  CHECK(arena_of(late) == je.arena_index());
+  CHECK(je.thread_cache_count() == 0);
+  CHECK(je.thread_cache_fallbacks() == 0);
+  CHECK(je.arena_stats().small_allocated == nallocx(100, 0));  // nothing left in any cache
+  je.deallocate(late, 100);
+  CHECK(allocated(je) == 0);
 }
 
 TEST_CASE("jemalloc_resource: blocks from several threads are attributed exactly after join",

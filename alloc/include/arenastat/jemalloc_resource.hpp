@@ -32,7 +32,8 @@
 // Where no cache can be had (jemalloc's limit of explicit caches is reached,
 // or the thread is already tearing down its thread-locals) the call uses
 // MALLOCX_TCACHE_NONE: correct, only slower; thread_cache_fallbacks() counts
-// those threads.
+// the threads whose "tcache.create" failed (threads past their thread-local
+// teardown are not counted).
 //
 // Exactness. jemalloc counts objects sitting in a thread cache as allocated.
 // arena_stats() is therefore exact (allocated bytes == sum of nallocx of the
@@ -118,7 +119,8 @@ class jemalloc_resource final : public std::pmr::memory_resource {
   // Explicit thread caches currently alive for this resource (one per thread
   // that used it and has not exited).
   std::size_t thread_cache_count() const;
-  // Threads that wanted a cache for this resource and could not get one.
+  // Threads whose cache for this resource could not be created (they use
+  // MALLOCX_TCACHE_NONE); threads past their thread-local teardown not counted.
   std::size_t thread_cache_fallbacks() const;
 
   // Bytes jemalloc really reserves for allocate(bytes, alignment) through a
