@@ -154,8 +154,14 @@ jemalloc_resource::jemalloc_resource(const jemalloc_options& options) : thread_c
   registry& r = reg();
   std::lock_guard lock(r.mu);
   if (r.free_slots.empty()) {
-    slot_ = static_cast<std::uint32_t>(r.slots.size());
-    r.slots.emplace_back();
+    try {
+      r.slots.emplace_back();
+    } catch (...) {  // no slot: give the fresh, empty arena back
+      const std::string name = "arena." + std::to_string(arena_) + ".destroy";
+      mallctl(name.c_str(), nullptr, nullptr, nullptr, 0);
+      throw;
+    }
+    slot_ = static_cast<std::uint32_t>(r.slots.size() - 1);
   } else {
     slot_ = r.free_slots.back();
     r.free_slots.pop_back();
