@@ -264,6 +264,7 @@ TEST_CASE("the signal dump is written by a running process", "[control][cli][thr
   const std::string prefix = "arenastat." + t.pid_text() + ".";
   REQUIRE(files_in(dumps.path(), prefix).empty());
   REQUIRE(::kill(t.pid(), SIGUSR1) == 0);
+  REQUIRE(t.command("ping") == "done");  // changes nothing; see control_target.cpp
   std::vector<std::string> found;
   for (int i = 0; i < 400 && found.empty(); ++i) {
     std::this_thread::sleep_for(10ms);
@@ -284,6 +285,7 @@ TEST_CASE("ARENASTAT_DUMP_SORT=count sorts the signal dump by count", "[control]
                             {"ARENASTAT_DUMP_DIR", dumps.path()},
                             {"ARENASTAT_DUMP_SORT", "count"}});
   REQUIRE(::kill(t.pid(), SIGUSR2) == 0);
+  REQUIRE(t.command("ping") == "done");
   std::vector<std::string> found;
   for (int i = 0; i < 400 && found.empty(); ++i) {
     std::this_thread::sleep_for(10ms);

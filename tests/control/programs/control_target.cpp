@@ -5,6 +5,8 @@
 //   grow N             N more blocks of 1000 bytes in account "cache/items"
 //   scope NAME BYTES   run scope NAME that allocates and frees BYTES via "scratch"
 //   entries N          N accounts "bulk/<i>" holding 64 bytes each
+//   ping               nothing (lets the main thread leave read(): TSan runs
+//                      deferred signal handlers only when a call returns)
 //   exit-from-thread   a new thread calls std::exit(0) while main blocks on stdin
 //   quit (or EOF)      return from main
 // Starting state: "cache/items" live 10000 bytes in 10 blocks; scope
@@ -85,6 +87,8 @@ int main() {
       std::size_t n = 0;
       in >> n;
       make_entries(n);
+    } else if (cmd == "ping") {
+      // nothing to do
     } else if (cmd == "exit-from-thread") {
       std::thread([] { std::exit(0); }).detach();
       continue;  // main stays blocked in getline until exit ends the process
