@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +39,19 @@ using clock_type = std::chrono::steady_clock;
 
 double ms_since(clock_type::time_point t0) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+// CPU time of the calling thread: unlike wall time, barely affected by other
+// processes competing for the cores.
+double thread_cpu_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 // Connects, sends `request`, reads until the server closes; returns the bytes read.
@@ -92,6 +106,7 @@ void make_entries(std::size_t scopes, std::size_t accounts) {
 struct stall_figures {
   arenastat::histogram ns{1, 10'000'000'000ull, 3};
   std::uint64_t iterations = 0;
+  std::uint64_t over_1ms = 0;
 };
 
 // One iteration: a scope (folded into the table at its end) with 8 tracked
@@ -109,8 +124,10 @@ stall_figures run_application(std::chrono::seconds length) {
       for (void*& b : blocks) b = cache.allocate(256);
       for (void* b : blocks) cache.deallocate(b, 256);
     }
-    f.ns.record(static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - t0).count()));
+    const auto ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - t0).count());
+    f.ns.record(ns);
+    f.over_1ms += ns > 1'000'000;
     ++i;
   }
   f.iterations = i;
@@ -118,9 +135,10 @@ stall_figures run_application(std::chrono::seconds length) {
 }
 
 void print_stalls(const char* label, const stall_figures& f) {
-  std::printf("%-26s %9llu iterations  p50=%.4f ms  p99=%.4f ms  p99.9=%.4f ms  max=%.3f ms\n", label,
-              static_cast<unsigned long long>(f.iterations), f.ns.value_at_percentile(50) / 1e6,
-              f.ns.value_at_percentile(99) / 1e6, f.ns.value_at_percentile(99.9) / 1e6, f.ns.max() / 1e6);
+  std::printf("%-26s %9llu iterations  p50=%.4f ms  p99=%.4f ms  p99.9=%.4f ms  max=%.3f ms  over 1 ms: %llu\n",
+              label, static_cast<unsigned long long>(f.iterations), f.ns.value_at_percentile(50) / 1e6,
+              f.ns.value_at_percentile(99) / 1e6, f.ns.value_at_percentile(99.9) / 1e6, f.ns.max() / 1e6,
+              static_cast<unsigned long long>(f.over_1ms));
 }
 
 }  // namespace
@@ -167,6 +185,24 @@ int main(int argc, char** argv) {
   std::printf("stats --json, %zu bytes:   socket median %.1f ms max %.1f ms;  arenastat CLI median %.1f ms max %.1f ms "
               "(goal < 100 ms)\n",
               bytes, raw[raw.size() / 2], raw.back(), cli[cli.size() / 2], cli.back());
+
+  // CPU cost of one answer, split into the snapshot and the rendering.
+  std::vector<double> snap_cpu, render_cpu, answer_cpu;
+  for (int i = 0; i < 10; ++i) {
+    double t0 = thread_cpu_ms();
+    const std::vector<arenastat::entry> entries_now = arenastat::snapshot();
+    snap_cpu.push_back(thread_cpu_ms() - t0);
+    t0 = thread_cpu_ms();
+    const std::string text = arenastat::render_report(entries_now, arenastat::read_process_info(),
+                                                      arenastat::parse_report_options("--json"));
+    render_cpu.push_back(thread_cpu_ms() - t0);
+    t0 = thread_cpu_ms();
+    const std::string answer = arenastat::control::handle_request("stats --json");
+    answer_cpu.push_back(thread_cpu_ms() - t0);
+  }
+  std::printf("CPU time per answer (median of 10): snapshot %.1f ms + JSON rendering %.1f ms; whole "
+              "handle_request %.1f ms\n",
+              median(snap_cpu), median(render_cpu), median(answer_cpu));
 
   // 2. Stalls of an allocating thread, alone and under queries.
   const auto length = std::chrono::seconds(seconds);
