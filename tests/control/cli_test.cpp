@@ -336,3 +336,70 @@ TEST_CASE("a socket directory open to others keeps the server off with a reason"
   ::close(p.out);
   ::close(p.err);
 }
+
+namespace {
+
+// A Unix socket at `path` bound by this process; listening only if asked.
+int bind_socket_at(const std::string& path, bool listening) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) return -1;
+  ::chmod(path.c_str(), 0600);
+  if (listening) ::listen(fd, 4);
+  return fd;
+}
+
+}  // namespace
+
+TEST_CASE("a socket nobody listens on is unreachable (exit 3) with what to do", "[control][cli]") {
+  temp_dir sockets;
+  const std::string me = std::to_string(::getpid());
+  const int fd = bind_socket_at(sockets.file(me + ".sock"), false);
+  REQUIRE(fd >= 0);
+  const cli_result r = run_cli({me, "help"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  ::close(fd);
+  CHECK(r.status == 3);
+  CHECK(r.err.find("nobody listens at " + sockets.file(me + ".sock")) != std::string::npos);
+  CHECK(r.err.find("restart it with ARENASTAT_CONTROL=1") != std::string::npos);
+}
+
+TEST_CASE("a process that never answers times out (exit 3)", "[control][cli]") {
+  temp_dir sockets;
+  const std::string me = std::to_string(::getpid());
+  const int fd = bind_socket_at(sockets.file(me + ".sock"), true);  // accepted by the kernel, never served
+  REQUIRE(fd >= 0);
+  const cli_result r = run_cli({"--timeout=300", me, "help"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  ::close(fd);
+  CHECK(r.status == 3);
+  CHECK(r.err.find("process " + me + " did not answer within 300 ms") != std::string::npos);
+}
+
+TEST_CASE("a bad --timeout is a usage error", "[control][cli]") {
+  const cli_result r = run_cli({"--timeout=soon", "1", "help"}, {});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--timeout=soon: expected milliseconds between 1 and 3600000") != std::string::npos);
+}
+
+TEST_CASE("arguments to a command that takes none are a usage error", "[control][cli]") {
+  const cli_result r = run_cli({"1", "reset", "now"}, {});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("command 'reset' takes no arguments") != std::string::npos);
+}
+
+TEST_CASE("listing a missing socket directory says how to get one", "[control][cli]") {
+  temp_dir parent;
+  const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", parent.file("none")}});
+  CHECK(r.status == 0);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("start a program with ARENASTAT_CONTROL=1") != std::string::npos);
+}
+
+TEST_CASE("arenastat --help prints the usage and every command", "[control][cli]") {
+  const cli_result r = run_cli({"--help"}, {});
+  CHECK(r.status == 0);
+  CHECK(r.out.rfind("usage: arenastat ", 0) == 0);
+  CHECK(r.out.find("  baseline") != std::string::npos);
+  CHECK(r.out.find("Exit status: 0 done, 1 ") != std::string::npos);
+}

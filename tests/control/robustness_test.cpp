@@ -89,7 +89,7 @@ TEST_CASE("a stalled client blocks nobody and times out", "[control][robust][thr
 
   const auto start = std::chrono::steady_clock::now();
   check_still_answers(sockets, t);
-  CHECK(std::chrono::steady_clock::now() - start < 1s);  // not behind the stalled one
+  CHECK(std::chrono::steady_clock::now() - start < 1500ms);  // before the stalled one's 2 s deadline
   CHECK(t.command("grow 1") == "done");                 // the application runs on
 
   // The default request deadline is 2 s.
