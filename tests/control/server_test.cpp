@@ -157,3 +157,63 @@ TEST_CASE("control options are validated", "[control][server]") {
   o.max_clients = 0;
   CHECK_THROWS_WITH(control::start(o), "arenastat control: options.max_clients must be at least 1");
 }
+
+TEST_CASE("a client that never reads a large answer is dropped at the response deadline",
+          "[control][server][threads]") {
+  // Enough accounts for an answer far larger than the socket buffers.
+  const arenastat::tag_id heap = arenastat::register_tag("heap");
+  for (int i = 0; i < 3000; ++i) arenastat::account::get("server_test/many/" + std::to_string(i)).on_allocate(8, heap);
+  temp_dir d;
+  control::options o = in(d);
+  o.response_timeout = std::chrono::milliseconds(300);
+  const std::string path = control::start(o);
+  const std::uint64_t timed_out_before = control::connection_counters().timed_out;
+
+  const int lazy = connect_to(path);
+  REQUIRE(lazy >= 0);
+  send_all(lazy, "stats --json\n");  // and never read
+  // Rendering takes a while under sanitizers: wait for the deadline to strike.
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (control::connection_counters().timed_out == timed_out_before && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(control::connection_counters().timed_out == timed_out_before + 1);
+  CHECK(raw_query(path, "help\n").rfind("ok\n", 0) == 0);
+  ::close(lazy);
+  control::stop();
+}
+
+TEST_CASE("a silent client is answered with a time-out at the request deadline", "[control][server][threads]") {
+  temp_dir d;
+  control::options o = in(d);
+  o.request_timeout = std::chrono::milliseconds(200);
+  const std::string path = control::start(o);
+  const int silent = connect_to(path);
+  REQUIRE(silent >= 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(read_all(silent, 3s) == "error timed out after 200 ms waiting for a request line\n");
+  CHECK(std::chrono::steady_clock::now() - t0 >= 200ms);
+  ::close(silent);
+  control::stop();
+}
+
+TEST_CASE("more clients than max_clients are told the server is busy", "[control][server][threads]") {
+  temp_dir d;
+  control::options o = in(d);
+  o.max_clients = 2;
+  const std::string path = control::start(o);
+  const int a = connect_to(path), b = connect_to(path);
+  REQUIRE(a >= 0);
+  REQUIRE(b >= 0);
+  send_all(a, "he");  // both held open, mid-request
+  send_all(b, "he");
+  std::this_thread::sleep_for(100ms);  // let the server accept them
+  CHECK(raw_query(path, "help\n") == "error server busy: 2 clients connected; retry later\n");
+  send_all(a, "lp\n");
+  send_all(b, "lp\n");
+  CHECK(read_all(a).rfind("ok\nCommands", 0) == 0);
+  CHECK(read_all(b).rfind("ok\nCommands", 0) == 0);
+  ::close(a);
+  ::close(b);
+  control::stop();
+}
