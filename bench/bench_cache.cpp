@@ -639,14 +639,18 @@ int main(int argc, char** argv) {
       for (const contender& c : contenders) runs.push_back({c.cache, c.policy, 1, o.penalty_ns});
   }
 
+  std::string plan;
+  if (o.budget != 0) {
+    plan = "1 thread, budget " + std::to_string(o.budget) + " bytes for every contender";
+  } else {
+    plan = "threads 1.." + std::to_string(o.threads) + ", penalty run " + std::to_string(o.penalty_ns) + " ns";
+  }
   std::fprintf(text,
                "bench_cache: capacity %llu, key space %llu (factor %llu, theta 0.99), fill %llu ops (seed %llu), "
-               "%llu timed ops per run, threads 1..%u, penalty run %llu ns%s\n",
+               "%llu timed ops per run, %s\n",
                static_cast<unsigned long long>(o.capacity), static_cast<unsigned long long>(zp.n),
                static_cast<unsigned long long>(o.factor), static_cast<unsigned long long>(3 * o.capacity),
-               static_cast<unsigned long long>(fill_seed), static_cast<unsigned long long>(o.ops), o.threads,
-               static_cast<unsigned long long>(o.penalty_ns),
-               o.budget ? (", budget " + std::to_string(o.budget) + " bytes for every contender").c_str() : "");
+               static_cast<unsigned long long>(fill_seed), static_cast<unsigned long long>(o.ops), plan.c_str());
   std::fprintf(text, "%-16s %-8s %2s %6s %9s %10s %7s %11s %7s %8s %10s %6s %6s %7s %9s\n", "cache", "policy", "T",
                "pen_ns", "capacity", "Mops/s", "hit", "peak_B", "B/entry", "allocB/op", "VmHWM_MiB", "p50", "p99",
                "p99.9", "max_ns");

@@ -137,3 +137,21 @@ TEST_CASE("table: an insert beyond the probe distance limit is refused, not cras
   CHECK(c.put(256, 256));  // room again after an erase shifted the cluster back
   CHECK(c.get(256) == 256u);
 }
+
+TEST_CASE("bounds: a sharded cache's account, shard array included, stays within max_bytes", "[cache][bounds]") {
+  const std::string name = "test.bounds.sharded";
+  const std::uint64_t bound = 200'000;
+  sharded_tinylfu_cache<u64, u64> c{name, {.max_bytes = bound, .shards = 4}};
+  const std::size_t per_shard = tinylfu_cache<u64, u64>::capacity_for_bytes((bound - c.shard_array_bytes()) / 4);
+  CHECK(c.capacity() == 4 * per_shard);
+  std::mt19937_64 rng(11);
+  for (int step = 0; step < 30'000; ++step) {
+    c.get_or_load(rng() % 20'000, [](u64 k) { return k; });
+    REQUIRE(live(name) <= static_cast<std::int64_t>(bound));
+  }
+  CHECK(c.size() == c.capacity());
+  CHECK(live(name) == static_cast<std::int64_t>(c.shard_array_bytes() +
+                                                 4 * tinylfu_cache<u64, u64>::footprint_bytes(per_shard)));
+  CHECK_THROWS_WITH((sharded_lru_cache<u64, u64>{"test.bad", {.max_bytes = 64, .shards = 4}}),
+                    Catch::Contains("does not exceed the shard array"));
+}

@@ -5,8 +5,9 @@
 // Memory: one tracking_resource named after the cache feeds every shard and
 // the shard array itself, so the account holds the whole cache. Bounds are
 // split evenly: shard k gets max_entries / N entries (the first
-// max_entries % N shards one more) and max_bytes / N bytes. After clear() the
-// account holds exactly shard_array_bytes() (the shards themselves).
+// max_entries % N shards one more) and (max_bytes - shard_array_bytes()) / N
+// bytes, so the account never exceeds max_bytes. After clear() the account
+// holds exactly shard_array_bytes() (the shards themselves).
 //
 // Single-flight loading: get_or_load() on a missing key registers an
 // in-flight record (on the loading thread's stack, no allocation) before
@@ -61,6 +62,10 @@ class sharded_cache {
       throw std::invalid_argument("sharded_cache '" + name_ + "': max_entries " +
                                   std::to_string(options.max_entries) + " is below the shard count " +
                                   std::to_string(n));
+    const std::uint64_t array_bytes = n * sizeof(shard);
+    if (options.max_bytes != 0 && options.max_bytes <= array_bytes)
+      throw std::invalid_argument("sharded_cache '" + name_ + "': max_bytes " + std::to_string(options.max_bytes) +
+                                  " does not exceed the shard array (" + std::to_string(array_bytes) + " bytes)");
     if (options.track) {
       tracker_.emplace(name_, "cache", upstream);
       res_ = &*tracker_;
@@ -73,7 +78,7 @@ class sharded_cache {
       for (; built < n; ++built) {
         cache_options o;
         o.track = false;
-        o.max_bytes = options.max_bytes / n;
+        if (options.max_bytes != 0) o.max_bytes = (options.max_bytes - array_bytes) / n;
         if (options.max_entries != 0) o.max_entries = options.max_entries / n + (built < options.max_entries % n ? 1 : 0);
         ::new (static_cast<void*>(shards_ + built)) shard(name_, o, res_, hash_, eq_);
       }
