@@ -11,7 +11,7 @@ mkdir -p "$out/corpus" "$out/crashes"
 
 clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -I"$root/stats/src" \
-  "$root/fuzz/control_request_fuzz.cpp" "$root/stats/src/control_request.cpp" \
+  "$root/tests/fuzz/control_request_fuzz.cpp" "$root/stats/src/control_request.cpp" \
   -o "$out/control_request_fuzz"
 
 # Seeds: every command, with and without options.

@@ -541,7 +541,7 @@ std::string render_json(const selection& s, const process_info& p, const report_
   for (const entry* e : s.shown) entries.push_back(entry_json(*e));
   j["entries"] = std::move(entries);
   // Names are user text: replace invalid UTF-8 rather than throw.
-  return j.dump(2, ' ', false, ojson::error_handler_t::replace) + '\n';
+  return j.dump(-1, ' ', false, ojson::error_handler_t::replace) + '\n';
 }
 
 }  // namespace
