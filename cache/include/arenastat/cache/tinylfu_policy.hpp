@@ -98,6 +98,7 @@ class tinylfu_policy {
     }
     const std::uint32_t candidate = window_.tail;
     if (main_back() == detail::nil_index) return candidate;  // no main segment (tiny capacity)
+    sketch_.prefetch(hash_of(candidate));
     std::uint32_t victim_freq = 0;
     const std::uint32_t victim = sample_victim(victim_freq);
     if (sketch_.frequency(hash_of(candidate)) > victim_freq) {
@@ -153,14 +154,31 @@ class tinylfu_policy {
   // The least frequent of the VictimSample entries at the back of probation
   // (the backmost on ties); the back of protected when probation is empty.
   std::uint32_t sample_victim(std::uint32_t& freq) const noexcept {
-    std::uint32_t best = main_back();
-    freq = sketch_.frequency(hash_of(best));
-    if (best != probation_.tail) return best;
-    std::uint32_t i = links_->prev(best);
-    for (unsigned k = 1; k < VictimSample && i != detail::nil_index && freq != 0; ++k, i = links_->prev(i)) {
-      const std::uint32_t f = sketch_.frequency(hash_of(i));
+    const std::uint32_t back = main_back();
+    if (VictimSample == 1 || back != probation_.tail) {
+      freq = sketch_.frequency(hash_of(back));
+      return back;
+    }
+    // Three passes so that the memory accesses overlap: walk the links
+    // (prefetching each meta word), then prefetch every sketch block, then
+    // read the frequencies.
+    std::uint32_t idx[VictimSample] = {};
+    std::uint32_t h[VictimSample] = {};
+    unsigned n = 0;
+    for (std::uint32_t i = back; i != detail::nil_index && n < VictimSample; i = links_->prev(i)) {
+      __builtin_prefetch(&links_->meta(i));
+      idx[n++] = i;
+    }
+    for (unsigned k = 0; k < n; ++k) {
+      h[k] = hash_of(idx[k]);
+      sketch_.prefetch(h[k]);
+    }
+    std::uint32_t best = idx[0];
+    freq = sketch_.frequency(h[0]);
+    for (unsigned k = 1; k < n; ++k) {
+      const std::uint32_t f = sketch_.frequency(h[k]);
       if (f < freq) {
-        best = i;
+        best = idx[k];
         freq = f;
       }
     }
