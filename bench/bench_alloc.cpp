@@ -35,6 +35,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -308,11 +309,10 @@ class collecting_reporter : public benchmark::ConsoleReporter {
     if (run.error_occurred) return;
     const std::string name = run.run_name.str();
     const double ns = per_item_ns(run);
-    if (run.run_type == Run::RT_Iteration) {
-      if (sums_.find(name) == sums_.end()) names_.push_back(name);
-      if (run.memory_result != nullptr)
-        memory_[name] = {run.allocs_per_iter, run.memory_result->max_bytes_used};
-    }
+    // With --benchmark_display_aggregates_only only the aggregates arrive here.
+    if (std::find(names_.begin(), names_.end(), name) == names_.end()) names_.push_back(name);
+    if (run.memory_result != nullptr)
+      memory_[name] = {run.allocs_per_iter, run.memory_result->max_bytes_used};
     if (run.run_type == Run::RT_Aggregate) {
       if (run.aggregate_name == "median") medians_[name] = ns;
       return;

@@ -43,7 +43,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "bench_docs: running bench_alloc ($reps interleaved repetitions of ${min_time}s)"
 "$build/bench/bench_alloc" --tsv="$work/alloc.tsv" --pauses="$work/pauses.txt" \
   --benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true \
-  --benchmark_min_time="$min_time" --benchmark_display_aggregates_only=true \
+  --benchmark_min_time="$min_time" \
   --benchmark_color=false >"$work/alloc.out" 2>"$work/alloc.err"
 # Rows in a fixed order (interleaved repetitions report in random order).
 order="arena/32B std_monotonic/32B boost_monotonic/32B bump/32B arena/mixed std_monotonic/mixed
@@ -51,8 +51,9 @@ boost_monotonic/mixed bump/mixed new_delete/pair/threads:1 forwarding/pair
 tracking/pair/threads:1 new_delete/pair/threads:2
 tracking/pair/threads:2 pool_on_new_delete/pair pool_on_tracking/pair
 scope/enter_exit scope/enter_arena_exit histogram/record"
+order=$(echo $order)  # one line: awk -v takes no newline
 grep -v '^#' "$work/alloc.tsv" | awk -F'\t' -v order="$order" '
-  BEGIN { n = split(order, names, /[ \n]+/); for (i = 1; i <= n; ++i) rank[names[i]] = i }
+  BEGIN { n = split(order, names, / +/); for (i = 1; i <= n; ++i) rank[names[i]] = i }
   { printf "%d\t%s\n", ($1 in rank) ? rank[$1] : 1000 + NR, $0 }' |
   sort -n -k1,1 | cut -f2- >"$work/alloc_sorted.tsv"
 # The pause summary may follow a terminal reset sequence: strip escapes.
