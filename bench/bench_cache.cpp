@@ -20,8 +20,10 @@
 // Memory: our caches report from their tracked account (peak, live / size,
 // allocated bytes per timed op). std_lru (std::unordered_map + std::list with
 // a mixing hash on std::allocator) is measured with a counting global
-// operator new / delete in this binary (per-thread counters, no atomics; its
-// peak is the filling thread's peak or the settled total, whichever is larger).
+// operator new / delete in this binary: per-thread counters without atomics,
+// read by std_lru around each of its operations (which are serialized), so its
+// live, peak (transients within an operation included) and allocated bytes are
+// exact; sizes are malloc_usable_size, what malloc really grants.
 #include <sys/wait.h>
 #include <unistd.h>
 
