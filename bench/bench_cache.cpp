@@ -8,7 +8,8 @@
 // over T threads (T = 1 .. --threads), thread t drawing from seed 1803 + t;
 // a miss runs the loader (value = key * 2 + 11) after a CPU penalty. Each
 // contender runs in a child process of its own (fork) so that its VmHWM is
-// its own, inside an arenastat::scope named after it.
+// its own, inside an arenastat::scope named after it (with ARENASTAT_AT_EXIT
+// set, each child prints its own at-exit table).
 //
 // Timing: keys are generated in blocks of 1024 outside the timed region; a
 // thread's busy time is the sum of its timed blocks; ops_per_s sums every
@@ -516,6 +517,16 @@ result run_forked(const run_spec& spec, const options& o, const zipf_params& zp)
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     close(fds[0]);
+    // A fork()ed child's at-exit report stays silent unless re-armed: with
+    // ARENASTAT_AT_EXIT set, each child prints its own table (its scope and
+    // its cache's account) when it exits.
+    if (const char* opts = std::getenv("ARENASTAT_AT_EXIT")) {
+      try {
+        arenastat::print_at_exit(opts);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_cache: ARENASTAT_AT_EXIT: %s\n", e.what());
+      }
+    }
     result r;
     try {
       r = run_in_child(spec, o, zp);
