@@ -46,6 +46,7 @@ TEST_CASE("bench_cache --quick --json: every field of every row", "[cache][bench
   CHECK(cfg.at("ops") == 400000);
   CHECK(cfg.at("fill_ops") == 60000);
   CHECK(cfg.at("fill_seed") == 1802);
+  CHECK(cfg.at("warmup_ops") == 100000);  // --quick: 5 x capacity
   CHECK(cfg.at("penalty_ns") == 1000);
   CHECK(cfg.at("budget_bytes") == 0);
   CHECK(cfg.at("quick") == true);

@@ -58,7 +58,7 @@ class frequency_sketch {
 
   void increment(std::uint32_t h) noexcept {
     if (!words_) return;
-    const std::uint64_t g = mix_hash(h);
+    const std::uint64_t g = spread(h);
     std::uint64_t* block = words_ + block_of(g) * 8;
     std::uint32_t floor = 0;
     if constexpr (Conservative) floor = min_count(block, g);
@@ -79,12 +79,12 @@ class frequency_sketch {
   // Starts loading h's block (the cache calls it before its table probe so
   // that both memory accesses overlap).
   void prefetch(std::uint32_t h) const noexcept {
-    if (words_) __builtin_prefetch(words_ + block_of(mix_hash(h)) * 8, 1);
+    if (words_) __builtin_prefetch(words_ + block_of(spread(h)) * 8, 1);
   }
 
   std::uint32_t frequency(std::uint32_t h) const noexcept {
     if (!words_) return 0;
-    const std::uint64_t g = mix_hash(h);
+    const std::uint64_t g = spread(h);
     return min_count(words_ + block_of(g) * 8, g);
   }
 
@@ -101,6 +101,16 @@ class frequency_sketch {
   std::uint64_t additions() const noexcept { return additions_; }
 
  private:
+  // The 64 bits that place a key's counters: the splitmix64 finalizer of the
+  // 32-bit hash the cache passes (that hash is already mixed, but its low 3
+  // bits are zero and it comes from the same multiply as the table's index:
+  // a second pass of mix_hash leaves the counters' positions correlated).
+  static std::uint64_t spread(std::uint32_t h) noexcept {
+    std::uint64_t z = h + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
   static std::uint32_t min_count(const std::uint64_t* block, std::uint64_t g) noexcept {
     std::uint32_t f = max_count;
     for (unsigned i = 0; i < 4; ++i) {

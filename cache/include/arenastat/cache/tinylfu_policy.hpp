@@ -42,7 +42,7 @@ namespace arenastat {
 
 enum class tinylfu_segment : std::uint32_t { window = 0, probation = 1, protected_ = 2 };
 
-template <class Links, unsigned CountersPerEntry = 8, unsigned WindowPercent = 1, unsigned SampleFactor = 20,
+template <class Links, unsigned CountersPerEntry = 12, unsigned WindowPercent = 1, unsigned SampleFactor = 20,
           bool Conservative = true, unsigned VictimSample = 8>
 class tinylfu_policy {
   static_assert(WindowPercent < 100 && VictimSample >= 1 && SampleFactor >= 1);
@@ -206,7 +206,7 @@ class tinylfu_policy {
 };
 
 // Policy selector for basic_cache; the parameters exist for simulations.
-template <unsigned CountersPerEntry = 8, unsigned WindowPercent = 1, unsigned SampleFactor = 20,
+template <unsigned CountersPerEntry = 12, unsigned WindowPercent = 1, unsigned SampleFactor = 20,
           bool Conservative = true, unsigned VictimSample = 8>
 struct basic_tinylfu {
   template <class Links>
