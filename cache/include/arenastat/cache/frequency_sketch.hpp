@@ -15,7 +15,6 @@
 #include <cstring>
 #include <memory_resource>
 
-#include "arenastat/cache/hash.hpp"
 
 namespace arenastat {
 
@@ -102,9 +101,10 @@ class frequency_sketch {
 
  private:
   // The 64 bits that place a key's counters: the splitmix64 finalizer of the
-  // 32-bit hash the cache passes (that hash is already mixed, but its low 3
-  // bits are zero and it comes from the same multiply as the table's index:
-  // a second pass of mix_hash leaves the counters' positions correlated).
+  // 32-bit hash the cache passes (already mixed, low 3 bits zero). Measured
+  // against a second pass of mix_hash (the former choice): +0.06 (8 counters)
+  // and +0.11 points (12) of hit rate over the first 40M operations at
+  // capacity 1M (docs/cache.md).
   static std::uint64_t spread(std::uint32_t h) noexcept {
     std::uint64_t z = h + 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
