@@ -99,7 +99,9 @@ void make_entries(std::size_t scopes, std::size_t accounts) {
   }
   const arenastat::tag_id heap = arenastat::register_tag("heap");
   for (std::size_t i = 0; i < accounts; ++i) {
-    arenastat::account::get("bench/account/" + std::to_string(i)).on_allocate(128, heap);
+    arenastat::account& a = arenastat::account::get("bench/account/" + std::to_string(i));
+    a.use_tag(heap);
+    a.on_allocate(128, heap);
   }
 }
 

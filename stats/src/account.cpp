@@ -28,9 +28,10 @@ struct transparent_hash {
   std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
-template <class T>
-void add_relaxed(std::atomic<T>& a, T v) noexcept {
-  a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+std::int64_t sum_tags(const detail::account_slot& s) noexcept {
+  std::int64_t live = 0;
+  for (const auto& t : s.live_by_tag) live += t.load(std::memory_order_relaxed);
+  return live;
 }
 
 }  // namespace
@@ -121,44 +122,37 @@ void account::release_slot(detail::account_slot& s) noexcept {
 }
 
 void account::flush(detail::account_slot& s) noexcept {
-  shared_live_.fetch_add(s.unflushed, std::memory_order_relaxed);
+  shared_.live.fetch_add(s.unflushed, std::memory_order_relaxed);
   s.unflushed = 0;
 }
 
 void account::on_allocate_shared(std::size_t bytes, tag_id tag) noexcept {
   detail::account_slot& s = slow_->shared;
   const auto n = static_cast<std::int64_t>(bytes);
-  s.live.fetch_add(n, std::memory_order_relaxed);
   s.allocated.fetch_add(bytes, std::memory_order_relaxed);
   s.allocations.fetch_add(1, std::memory_order_relaxed);
   s.live_by_tag[tag].fetch_add(n, std::memory_order_relaxed);
-  if (!(tags_used_.load(std::memory_order_relaxed) & (std::uint64_t{1} << tag))) {
-    std::lock_guard lock(slow_->mutex);
-    tags_used_.fetch_or(std::uint64_t{1} << tag, std::memory_order_relaxed);
-  }
-  const std::int64_t live = shared_live_.fetch_add(n, std::memory_order_relaxed) + n;
-  if (live > peak_.load(std::memory_order_relaxed)) raise_peak(live);
+  const std::int64_t live = shared_.live.fetch_add(n, std::memory_order_relaxed) + n;
+  if (live > shared_.peak.load(std::memory_order_relaxed)) raise_peak(live);
 }
 
 void account::on_deallocate_shared(std::size_t bytes, tag_id tag) noexcept {
   detail::account_slot& s = slow_->shared;
   const auto n = static_cast<std::int64_t>(bytes);
-  s.live.fetch_sub(n, std::memory_order_relaxed);
   s.frees.fetch_add(1, std::memory_order_relaxed);
   s.live_by_tag[tag].fetch_sub(n, std::memory_order_relaxed);
-  shared_live_.fetch_sub(n, std::memory_order_relaxed);
+  shared_.live.fetch_sub(n, std::memory_order_relaxed);
 }
 
-void account::first_use_of_tag(detail::account_slot& s, tag_id tag) noexcept {
+void account::declare_tag(tag_id tag) noexcept {
   const std::uint64_t bit = std::uint64_t{1} << tag;
-  s.tags_seen |= bit;
   std::lock_guard lock(slow_->mutex);
   const std::uint64_t used = tags_used_.load(std::memory_order_relaxed);
   if (used & bit) return;
   if (std::popcount(used) == 1) {
     // Until now one tag held every byte: pin the breakdown of the current peak
     // before a second tag makes it ambiguous.
-    const std::int64_t peak = peak_.load(std::memory_order_relaxed);
+    const std::int64_t peak = shared_.peak.load(std::memory_order_relaxed);
     if (slow_->at_peak_value != peak) {
       std::fill(std::begin(slow_->at_peak), std::end(slow_->at_peak), 0);
       slow_->at_peak[std::countr_zero(used)] = peak;
@@ -169,9 +163,9 @@ void account::first_use_of_tag(detail::account_slot& s, tag_id tag) noexcept {
 }
 
 void account::raise_peak(std::int64_t estimate) noexcept {
-  std::int64_t current = peak_.load(std::memory_order_relaxed);
+  std::int64_t current = shared_.peak.load(std::memory_order_relaxed);
   while (estimate > current) {
-    if (peak_.compare_exchange_weak(current, estimate, std::memory_order_relaxed)) {
+    if (shared_.peak.compare_exchange_weak(current, estimate, std::memory_order_relaxed)) {
       // With one tag the breakdown is implied; with several, copy it now.
       if (std::popcount(tags_used_.load(std::memory_order_relaxed)) > 1) snapshot_tags_locked(estimate);
       return;
@@ -181,7 +175,7 @@ void account::raise_peak(std::int64_t estimate) noexcept {
 
 void account::snapshot_tags_locked(std::int64_t peak) noexcept {
   std::lock_guard lock(slow_->mutex);
-  if (peak_.load(std::memory_order_relaxed) != peak) return;  // a higher peak takes its own snapshot
+  if (shared_.peak.load(std::memory_order_relaxed) != peak) return;  // a higher peak takes its own snapshot
   std::int64_t sum[max_tags] = {};
   for (detail::account_slot* s = slow_->slots; s; s = s->next)
     for (std::size_t i = 0; i < max_tags; ++i) sum[i] += s->live_by_tag[i].load(std::memory_order_relaxed);
@@ -192,7 +186,7 @@ void account::snapshot_tags_locked(std::int64_t peak) noexcept {
 std::int64_t account::live_bytes() const noexcept {
   std::lock_guard lock(slow_->mutex);
   std::int64_t live = 0;
-  for (detail::account_slot* s = slow_->slots; s; s = s->next) live += s->live.load(std::memory_order_relaxed);
+  for (detail::account_slot* s = slow_->slots; s; s = s->next) live += sum_tags(*s);
   return live;
 }
 
@@ -203,13 +197,12 @@ account_totals account::totals() const {
   {
     std::lock_guard lock(slow_->mutex);
     for (detail::account_slot* s = slow_->slots; s; s = s->next) {
-      out.live_bytes += s->live.load(std::memory_order_relaxed);
       out.allocated_bytes += s->allocated.load(std::memory_order_relaxed);
       out.allocations += s->allocations.load(std::memory_order_relaxed);
       out.frees += s->frees.load(std::memory_order_relaxed);
       for (std::size_t i = 0; i < max_tags; ++i) by_tag[i] += s->live_by_tag[i].load(std::memory_order_relaxed);
     }
-    out.peak_bytes = static_cast<std::uint64_t>(peak_.load(std::memory_order_relaxed));
+    out.peak_bytes = static_cast<std::uint64_t>(shared_.peak.load(std::memory_order_relaxed));
     const std::uint64_t used = tags_used_.load(std::memory_order_relaxed);
     if (std::popcount(used) == 1)
       at_peak[std::countr_zero(used)] = static_cast<std::int64_t>(out.peak_bytes);
@@ -217,6 +210,7 @@ account_totals account::totals() const {
       std::copy(std::begin(slow_->at_peak), std::end(slow_->at_peak), at_peak);
   }
   for (std::size_t i = 0; i < max_tags; ++i) {
+    out.live_bytes += by_tag[i];
     const auto tag = static_cast<tag_id>(i);
     if (by_tag[i] != 0) out.live_by_tag.push_back({std::string(tag_name(tag)), by_tag[i]});
     if (at_peak[i] != 0) out.at_peak.push_back({std::string(tag_name(tag)), at_peak[i]});
@@ -228,11 +222,10 @@ void account::reset_peak() noexcept {
   std::lock_guard lock(slow_->mutex);
   std::int64_t live = 0;
   std::int64_t by_tag[max_tags] = {};
-  for (detail::account_slot* s = slow_->slots; s; s = s->next) {
-    live += s->live.load(std::memory_order_relaxed);
+  for (detail::account_slot* s = slow_->slots; s; s = s->next)
     for (std::size_t i = 0; i < max_tags; ++i) by_tag[i] += s->live_by_tag[i].load(std::memory_order_relaxed);
-  }
-  peak_.store(std::max<std::int64_t>(live, 0), std::memory_order_relaxed);
+  for (std::int64_t b : by_tag) live += b;
+  shared_.peak.store(std::max<std::int64_t>(live, 0), std::memory_order_relaxed);
   std::copy(std::begin(by_tag), std::end(by_tag), slow_->at_peak);
   slow_->at_peak_value = std::max<std::int64_t>(live, 0);
 }

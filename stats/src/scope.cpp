@@ -89,7 +89,10 @@ charge_stamp charge_chunk(tag_id tag, std::size_t bytes, account* acct) {
     stamp.owner = t.state;
     stamp.scope_id = scope_access::id(*t.frames[t.depth - 1]);
   }
-  if (acct) acct->on_allocate(bytes, tag);
+  if (acct) {
+    acct->use_tag(tag);
+    acct->on_allocate(bytes, tag);
+  }
   return stamp;
 }
 

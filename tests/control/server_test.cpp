@@ -162,7 +162,11 @@ TEST_CASE("a client that never reads a large answer is dropped at the response d
           "[control][server][threads]") {
   // Enough accounts for an answer far larger than the socket buffers.
   const arenastat::tag_id heap = arenastat::register_tag("heap");
-  for (int i = 0; i < 3000; ++i) arenastat::account::get("server_test/many/" + std::to_string(i)).on_allocate(8, heap);
+  for (int i = 0; i < 3000; ++i) {
+    arenastat::account& a = arenastat::account::get("server_test/many/" + std::to_string(i));
+    a.use_tag(heap);
+    a.on_allocate(8, heap);
+  }
   temp_dir d;
   control::options o = in(d);
   o.response_timeout = std::chrono::milliseconds(300);

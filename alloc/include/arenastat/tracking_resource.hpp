@@ -22,7 +22,9 @@ class tracking_resource final : public std::pmr::memory_resource {
       : tracking_resource(name, default_tag, upstream) {}
   tracking_resource(std::string_view name, std::string_view tag,
                     std::pmr::memory_resource* upstream = std::pmr::get_default_resource())
-      : account_(&account::get(name)), upstream_(upstream), tag_(register_tag(tag)) {}
+      : account_(&account::get(name)), upstream_(upstream), tag_(register_tag(tag)) {
+    account_->use_tag(tag_);
+  }
 
   account& tracked_account() const noexcept { return *account_; }
   std::pmr::memory_resource* upstream() const noexcept { return upstream_; }

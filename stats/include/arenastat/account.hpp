@@ -29,14 +29,14 @@ namespace arenastat {
 
 namespace detail {
 
-// One thread's share of one account. Written only by its owning thread.
+// One thread's share of one account. Written only by its owning thread; the
+// counters the hot path touches share the first cache line. Live bytes are
+// the sum of live_by_tag (derived on read, one store less per operation).
 struct alignas(64) account_slot {
-  std::atomic<std::int64_t> live{0};
   std::atomic<std::uint64_t> allocated{0};
   std::atomic<std::uint64_t> allocations{0};
   std::atomic<std::uint64_t> frees{0};
-  std::int64_t unflushed = 0;            // owner only: net not yet in shared_live
-  std::uint64_t tags_seen = 0;           // owner only: bit per tag used
+  std::int64_t unflushed = 0;            // owner only: net not yet in shared live
   std::atomic<std::int64_t> live_by_tag[max_tags] = {};
   account* owner = nullptr;
   account_slot* next = nullptr;          // account's list, guarded by its mutex
@@ -82,33 +82,36 @@ class account {
   std::string_view name() const noexcept { return name_; }
   std::uint32_t id() const noexcept { return id_; }
 
+  // Declares that bytes of `tag` may be charged to this account. Must precede
+  // on_allocate with that tag (tracking_resource and charge_chunk do it); keeps
+  // the first-use bookkeeping off the hot path. Cheap when already declared.
+  void use_tag(tag_id tag) noexcept {
+    if (!(tags_used_.load(std::memory_order_relaxed) & (std::uint64_t{1} << tag))) [[unlikely]]
+      declare_tag(tag);
+  }
+
   // Hot path: record an allocation / free of `bytes` with `tag` on this thread.
-  void on_allocate(std::size_t bytes, tag_id tag) noexcept {
+  [[gnu::always_inline]] inline void on_allocate(std::size_t bytes, tag_id tag) noexcept {
     detail::account_slot* slot = local_slot();
     if (!slot) [[unlikely]] return on_allocate_shared(bytes, tag);
     detail::account_slot& s = *slot;
     const auto n = static_cast<std::int64_t>(bytes);
-    s.live.store(s.live.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-    s.allocated.store(s.allocated.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
-    s.allocations.store(s.allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    auto& t = s.live_by_tag[tag];
-    t.store(t.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-    if (!(s.tags_seen & (std::uint64_t{1} << tag))) [[unlikely]] first_use_of_tag(s, tag);
+    add(s.allocated, std::uint64_t{bytes});
+    add(s.allocations, std::uint64_t{1});
+    add(s.live_by_tag[tag], n);
     s.unflushed += n;
     if (s.unflushed > flush_threshold) [[unlikely]] flush(s);
-    const std::int64_t estimate = shared_live_.load(std::memory_order_relaxed) + s.unflushed;
-    if (estimate > peak_.load(std::memory_order_relaxed)) [[unlikely]] raise_peak(estimate);
+    const std::int64_t estimate = shared_.live.load(std::memory_order_relaxed) + s.unflushed;
+    if (estimate > shared_.peak.load(std::memory_order_relaxed)) [[unlikely]] raise_peak(estimate);
   }
 
-  void on_deallocate(std::size_t bytes, tag_id tag) noexcept {
+  [[gnu::always_inline]] inline void on_deallocate(std::size_t bytes, tag_id tag) noexcept {
     detail::account_slot* slot = local_slot();
     if (!slot) [[unlikely]] return on_deallocate_shared(bytes, tag);
     detail::account_slot& s = *slot;
     const auto n = static_cast<std::int64_t>(bytes);
-    s.live.store(s.live.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
-    s.frees.store(s.frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    auto& t = s.live_by_tag[tag];
-    t.store(t.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+    add(s.frees, std::uint64_t{1});
+    add(s.live_by_tag[tag], -n);
     s.unflushed -= n;
     if (s.unflushed < 0) [[unlikely]] flush(s);
   }
@@ -116,7 +119,9 @@ class account {
   // Sums every thread's slot. Exact when the threads feeding it are at rest.
   account_totals totals() const;
   std::int64_t live_bytes() const noexcept;
-  std::uint64_t peak_bytes() const noexcept { return static_cast<std::uint64_t>(peak_.load(std::memory_order_relaxed)); }
+  std::uint64_t peak_bytes() const noexcept {
+    return static_cast<std::uint64_t>(shared_.peak.load(std::memory_order_relaxed));
+  }
 
   // Sets the peak (and its breakdown) to the current live values.
   void reset_peak() noexcept;
@@ -127,6 +132,12 @@ class account {
  private:
   friend struct account_registry;
   account(std::string name, std::uint32_t id);
+
+  // Owner-only update of a counter other threads read: no read-modify-write.
+  template <class T>
+  [[gnu::always_inline]] static void add(std::atomic<T>& a, T v) noexcept {
+    a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+  }
 
   // This thread's slot; null once the thread's teardown has run (or memory ran out).
   detail::account_slot* local_slot() noexcept {
@@ -142,16 +153,19 @@ class account {
   void on_deallocate_shared(std::size_t bytes, tag_id tag) noexcept;
   friend struct slot_table_owner;
   void release_slot(detail::account_slot& s) noexcept;
-  void first_use_of_tag(detail::account_slot& s, tag_id tag) noexcept;
+  void declare_tag(tag_id tag) noexcept;
   void flush(detail::account_slot& s) noexcept;
   void raise_peak(std::int64_t estimate) noexcept;
   void snapshot_tags_locked(std::int64_t peak) noexcept;
 
   std::string name_;
   std::uint32_t id_;
-  alignas(64) std::atomic<std::int64_t> shared_live_{0};  // sum of flushed nets
-  alignas(64) std::atomic<std::int64_t> peak_{0};
-  std::atomic<std::uint64_t> tags_used_{0};                // bit per tag ever used
+  // Read on every allocation, written rarely (a flush, a new peak): one line.
+  struct alignas(64) shared_counters {
+    std::atomic<std::int64_t> live{0};  // sum of flushed nets
+    std::atomic<std::int64_t> peak{0};
+  } shared_;
+  std::atomic<std::uint64_t> tags_used_{0};  // bit per declared tag
   struct slow;   // mutex, slot list, breakdown at peak: slow paths only
   slow* slow_;
 };

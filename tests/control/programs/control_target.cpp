@@ -57,6 +57,7 @@ void make_entries(std::size_t n) {
   static std::size_t next = 0;
   for (std::size_t i = 0; i < n; ++i, ++next) {
     auto& acct = arenastat::account::get("bulk/" + std::to_string(next));
+    acct.use_tag(arenastat::register_tag("heap"));
     acct.on_allocate(64, arenastat::register_tag("heap"));
   }
 }
