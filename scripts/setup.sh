@@ -11,7 +11,7 @@ packages=(
   nlohmann-json3-dev
   libbenchmark-dev
   clang-14 libclang-rt-14-dev libfuzzer-14-dev
-  gnuplot-nox
+  gnuplot-nox jq
 )
 
 missing=()
