@@ -99,5 +99,7 @@ TEST_CASE("bench_cache: bad options exit with status 2", "[cache][bench]") {
   CHECK(run("--nope").status == 2);
   CHECK(run("--budget=12q").status == 2);
   CHECK(run("--quick=1").status == 2);
+  CHECK(run("--warmup=-5").status == 2);
+  CHECK(run("--warmup").status == 2);
 }
 #endif
