@@ -1,6 +1,8 @@
 // Baseline/diff over plain entries (diff.hpp): no table, no sockets.
 #include <catch2/catch.hpp>
 
+#include "entries.hpp"
+
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -12,26 +14,8 @@ using namespace arenastat;
 
 namespace {
 
-entry account_entry(std::string name, std::int64_t live, std::uint64_t peak, std::uint64_t allocations,
-                    std::uint64_t frees) {
-  entry e;
-  e.name = std::move(name);
-  e.kind = entry_kind::account;
-  e.live_bytes = live;
-  e.peak_bytes = peak;
-  e.allocations = allocations;
-  e.frees = frees;
-  return e;
-}
-
-entry scope_entry(std::string name, std::uint64_t peak, std::uint64_t runs) {
-  entry e;
-  e.name = std::move(name);
-  e.kind = entry_kind::scope;
-  e.peak_bytes = peak;
-  e.count = runs;
-  return e;
-}
+using test_entries::account_entry;
+using test_entries::scope_entry;
 
 const diff_entry& find(const std::vector<diff_entry>& d, const std::string& name) {
   for (const diff_entry& e : d) {

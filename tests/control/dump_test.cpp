@@ -1,6 +1,8 @@
 // Summary dumps (dump.hpp): the rendered text, file names and writing.
 #include <catch2/catch.hpp>
 
+#include "entries.hpp"
+
 #include <unistd.h>
 
 #include <fstream>
@@ -17,26 +19,8 @@ using namespace arenastat;
 
 namespace {
 
-entry account_entry(std::string name, std::int64_t live, std::uint64_t peak, std::uint64_t allocations,
-                    std::uint64_t frees) {
-  entry e;
-  e.name = std::move(name);
-  e.kind = entry_kind::account;
-  e.live_bytes = live;
-  e.peak_bytes = peak;
-  e.allocations = allocations;
-  e.frees = frees;
-  return e;
-}
-
-entry scope_entry(std::string name, std::uint64_t peak, std::uint64_t runs) {
-  entry e;
-  e.name = std::move(name);
-  e.kind = entry_kind::scope;
-  e.peak_bytes = peak;
-  e.count = runs;
-  return e;
-}
+using test_entries::account_entry;
+using test_entries::scope_entry;
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
