@@ -1,6 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <cstring>
+#include <memory_resource>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support.hpp"
@@ -169,4 +173,45 @@ TEST_CASE("the table lists accounts and scopes with their kinds", "[account]") {
   CHECK(e.allocations == 1);
   r.deallocate(p, 10, 8);
   CHECK_THROWS_WITH(account::get(""), Catch::Matchers::Contains("empty name"));
+}
+
+// Over std::pmr::new_delete_resource() the resource calls the global aligned
+// operator new / sized aligned delete itself (one virtual call less). The
+// pairs must match: under ASan a mismatched form or size is reported.
+TEST_CASE("over new_delete the direct calls honour every alignment and size", "[account]") {
+  tracking_resource r{"test.account.direct", std::pmr::new_delete_resource()};
+  std::vector<std::pair<void*, std::size_t>> blocks;
+  std::size_t total = 0;
+  for (std::size_t align = 1; align <= 4096; align *= 2) {
+    const std::size_t bytes = align * 3 + 1;
+    void* p = r.allocate(bytes, align);
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % align == 0);
+    std::memset(p, 0xAB, bytes);
+    blocks.emplace_back(p, bytes);
+    total += bytes;
+  }
+  auto t = r.tracked_account().totals();
+  CHECK(t.live_bytes == static_cast<std::int64_t>(total));
+  CHECK(t.allocations == 13);
+  std::size_t align = 1;
+  for (auto [p, bytes] : blocks) {
+    r.deallocate(p, bytes, align);
+    align *= 2;
+  }
+  t = r.tracked_account().totals();
+  CHECK(t.live_bytes == 0);
+  CHECK(t.frees == 13);
+  CHECK(t.peak_bytes == total);
+}
+
+TEST_CASE("over new_delete a scope limit gives the refused block back", "[account][scope]") {
+  tracking_resource r{"test.account.direct-limit", std::pmr::new_delete_resource()};
+  scope s{"test/account/direct-limit", {.limit_bytes = 1000}};
+  void* a = r.allocate(600, 64);
+  CHECK_THROWS_AS(r.allocate(600, 64), arenastat::limit_exceeded);  // ASan: no leak
+  CHECK(r.tracked_account().totals().allocations == 1);
+  CHECK(s.net_bytes() == 600);
+  r.deallocate(a, 600, 64);
+  CHECK(s.net_bytes() == 0);
+  CHECK(r.tracked_account().live_bytes() == 0);
 }

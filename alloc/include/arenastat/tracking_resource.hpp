@@ -3,9 +3,17 @@
 // every allocate/deallocate to a named account (and to the active scopes of
 // the calling thread). Safe from many threads; see account.hpp for the cost
 // model and the peak's lag bound.
+//
+// Over std::pmr::new_delete_resource() (the default upstream unless the
+// program changed it) the resource calls the global aligned operator new and
+// sized aligned operator delete itself, exactly what that resource's
+// do_allocate / do_deallocate call in libstdc++, and so saves one virtual call
+// per request; a replaced global operator new is still the one called. Any
+// other upstream is called through its memory_resource interface.
 #pragma once
 #include <cstddef>
 #include <memory_resource>
+#include <new>
 #include <string_view>
 
 #include "arenastat/account.hpp"
@@ -22,7 +30,10 @@ class tracking_resource final : public std::pmr::memory_resource {
       : tracking_resource(name, default_tag, upstream) {}
   tracking_resource(std::string_view name, std::string_view tag,
                     std::pmr::memory_resource* upstream = std::pmr::get_default_resource())
-      : account_(&account::get(name)), upstream_(upstream), tag_(register_tag(tag)) {
+      : account_(&account::get(name)),
+        upstream_(upstream),
+        direct_new_delete_(upstream == std::pmr::new_delete_resource()),
+        tag_(register_tag(tag)) {
     account_->use_tag(tag_);
   }
 
@@ -31,25 +42,44 @@ class tracking_resource final : public std::pmr::memory_resource {
   tag_id tag() const noexcept { return tag_; }
 
  protected:
+  // Hot paths: no call but the upstream's (a tail call when freeing); every
+  // rarer case (a scope active, a first use on this thread, a flush or a new
+  // peak due) goes to one out-of-line function.
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    void* p = upstream_->allocate(bytes, alignment);
-    if (detail::tls_scopes.depth != 0) [[unlikely]] charge_scopes_or_undo(p, bytes, alignment);
-    account_->on_allocate(bytes, tag_);
-    return p;
+    void* p = take(bytes, alignment);
+    if (detail::tls_scopes.depth == 0 && account_->try_on_allocate(bytes, tag_)) [[likely]] return p;
+    return charge_slow(p, bytes, alignment);
   }
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
-    upstream_->deallocate(p, bytes, alignment);
-    credit_bytes(tag_, bytes, account_);
+    // Credited before the memory goes back so that the upstream call comes
+    // last: live bytes may drop a moment early, never late, so no peak is
+    // overstated.
+    if (detail::tls_scopes.depth == 0 && account_->try_on_deallocate(bytes, tag_)) [[likely]]
+      return give(p, bytes, alignment);
+    credit_slow(p, bytes, alignment);
   }
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
     return this == &other;
   }
 
  private:
-  void charge_scopes_or_undo(void* p, std::size_t bytes, std::size_t alignment);
+  // Charges the active scopes (giving `p` back if a limit throws), then the account.
+  void* charge_slow(void* p, std::size_t bytes, std::size_t alignment);
+  void credit_slow(void* p, std::size_t bytes, std::size_t alignment) noexcept;
+
+  // The upstream's allocate / deallocate (see the note at the top for new_delete).
+  void* take(std::size_t bytes, std::size_t alignment) {
+    if (direct_new_delete_) return ::operator new(bytes, std::align_val_t{alignment});
+    return upstream_->allocate(bytes, alignment);
+  }
+  void give(void* p, std::size_t bytes, std::size_t alignment) noexcept {
+    if (direct_new_delete_) return ::operator delete(p, bytes, std::align_val_t{alignment});
+    upstream_->deallocate(p, bytes, alignment);
+  }
 
   account* account_;
   std::pmr::memory_resource* upstream_;
+  bool direct_new_delete_;
   tag_id tag_;
 };
 

@@ -116,6 +116,37 @@ class account {
     if (s.unflushed < 0) [[unlikely]] flush(s);
   }
 
+  // Fast-path-only variants for wrappers that keep every call out of their hot
+  // path (tracking_resource): they record and return true when this thread's
+  // slot exists and neither a flush nor a new peak is due; otherwise they
+  // change nothing and return false, and the caller takes on_allocate /
+  // on_deallocate in its slow path.
+  [[gnu::always_inline]] inline bool try_on_allocate(std::size_t bytes, tag_id tag) noexcept {
+    detail::account_slot* s = existing_slot();
+    if (!s) [[unlikely]] return false;
+    const auto n = static_cast<std::int64_t>(bytes);
+    const std::int64_t unflushed = s->unflushed + n;
+    if (unflushed > flush_threshold) [[unlikely]] return false;
+    if (shared_.live.load(std::memory_order_relaxed) + unflushed > shared_.peak.load(std::memory_order_relaxed))
+        [[unlikely]]
+      return false;
+    add(s->allocated, std::uint64_t{bytes});
+    add(s->allocations, std::uint64_t{1});
+    add(s->live_by_tag[tag], n);
+    s->unflushed = unflushed;
+    return true;
+  }
+  [[gnu::always_inline]] inline bool try_on_deallocate(std::size_t bytes, tag_id tag) noexcept {
+    detail::account_slot* s = existing_slot();
+    if (!s) [[unlikely]] return false;
+    const auto n = static_cast<std::int64_t>(bytes);
+    if (s->unflushed < n) [[unlikely]] return false;  // would go negative: publish now
+    add(s->frees, std::uint64_t{1});
+    add(s->live_by_tag[tag], -n);
+    s->unflushed -= n;
+    return true;
+  }
+
   // Sums every thread's slot. Exact when the threads feeding it are at rest.
   account_totals totals() const;
   std::int64_t live_bytes() const noexcept;
@@ -146,6 +177,11 @@ class account {
       if (detail::account_slot* s = t.data[id_]) [[likely]] return s;
     }
     return acquire_slot();
+  }
+  // This thread's slot if it already exists (no slow path).
+  detail::account_slot* existing_slot() const noexcept {
+    const detail::thread_slots& t = detail::tls_slots;
+    return id_ < t.size ? t.data[id_] : nullptr;
   }
   detail::account_slot* acquire_slot() noexcept;
   // Exact fallbacks with atomic read-modify-writes on a shared slot.
