@@ -46,7 +46,7 @@ echo "bench_docs: running bench_alloc ($reps interleaved repetitions of ${min_ti
   --benchmark_min_time="$min_time" \
   --benchmark_color=false >"$work/alloc.out" 2>"$work/alloc.err"
 # Rows in a fixed order (interleaved repetitions report in random order).
-order="arena/32B std_monotonic/32B boost_monotonic/32B bump/32B arena/mixed std_monotonic/mixed
+order="arena/32B std_monotonic/32B boost_monotonic/32B bump/32B arena_direct/32B virtual_floor/32B arena/mixed std_monotonic/mixed
 boost_monotonic/mixed bump/mixed new_delete/pair/threads:1 forwarding/pair
 tracking/pair/threads:1 new_delete/pair/threads:2
 tracking/pair/threads:2 pool_on_new_delete/pair pool_on_tracking/pair
@@ -187,7 +187,10 @@ pause_line=$(grep "pauses: " "$work/alloc.out" || true)
   echo
   echo "\`bench_alloc\` (bench/bench_alloc.cpp) calls every resource through a"
   echo "\`std::pmr::memory_resource*\` the compiler cannot devirtualise; the inline"
-  echo "bump pointer is the floor. Bump-style resources serve batches of 4096 requests"
+  echo "bump pointer (no bounds check, inlined into the loop) is the floor of any allocator,"
+  echo "and \`virtual_floor\` (a resource whose do_allocate only returns a pointer) the floor"
+  echo "of any resource reached through \`memory_resource*\`; \`arena_direct\` calls the arena"
+  echo "through its own final type, so its bump fast path is inlined. Bump-style resources serve batches of 4096 requests"
   echo "and are then released, so the cost per request includes the amortised release"
   echo "and chunk refills. Pairs are allocate + deallocate of 32 bytes. Each figure is"
   echo "the median over $reps randomly interleaved repetitions of CPU time per"

@@ -115,3 +115,51 @@ TEST_CASE("exceptions: a sharded cache passes a loader's exception to every wait
   CHECK(c.get_or_load(5, [](u64 k) { return k + 1; }) == 6u);
   CHECK(c.size() == 1);
 }
+
+namespace {
+
+// Refuses the key *refused points at (0: none). Eviction hashes stored keys
+// (an entry keeps no hash), so this throws in the middle of a put.
+struct armed_hash {
+  const u64* refused;
+  std::size_t operator()(u64 k) const {
+    if (*refused != 0 && k == *refused) throw std::runtime_error("hash refuses a stored key");
+    return k;
+  }
+};
+
+template <class C>
+std::vector<u64> all_keys(const C& c, u64 end) {
+  std::vector<u64> out;
+  for (u64 k = 1; k < end; ++k)
+    if (c.contains(k)) out.push_back(k);
+  return out;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("exceptions: a hash throwing on a stored key during eviction leaves the cache unchanged",
+                   "[cache][exceptions]", lru, tinylfu) {
+  const std::string name = std::string("test.exc.evict-hash.") + std::string(TestType::name);
+  u64 refused = 0;
+  basic_cache<u64, u64, TestType, armed_hash> c{name, {.max_entries = 20}, std::pmr::get_default_resource(),
+                                                 armed_hash{&refused}};
+  for (u64 k = 1; k <= 20; ++k) c.put(k, k);
+  for (u64 k = 5; k <= 20; ++k) c.get(k);  // key 1 stays at the back: LRU's victim, in tinylfu's sample
+  const auto keys_before = all_keys(c, 100);
+  const auto stats_before = c.stats();
+  const std::int64_t before = live(name);
+  refused = 1;  // the new key hashes fine; the eviction hashes key 1 and throws
+  CHECK_THROWS_AS(c.put(50, 50), std::runtime_error);
+  CHECK_THROWS_AS(c.get_or_load(51, [](u64 k) { return k; }), std::runtime_error);
+  refused = 0;
+  CHECK(all_keys(c, 100) == keys_before);
+  CHECK(c.size() == 20);
+  CHECK(c.stats().evictions == stats_before.evictions);
+  CHECK(live(name) == before);
+  // Still consistent: the same put now succeeds and evicts one entry.
+  CHECK(c.put(50, 50));
+  CHECK(c.contains(50));
+  CHECK(c.size() == 20);
+  CHECK(c.stats().evictions == stats_before.evictions + 1);
+}

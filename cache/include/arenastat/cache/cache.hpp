@@ -13,15 +13,19 @@
 //
 // Layout (docs/cache.md has the figures):
 //   pages of up to 4096 entries, allocated as the cache fills: per entry one
-//     node {K key; V value; uint32 prev, next} and one uint32 meta word
-//     (29 bits of the key's hash + 3 bits of policy state);
+//     node {K key; V value; uint32 prev, next}; the links are 24-bit entry
+//     indices and the top 8 bits of `next` hold the policy's state, so a hit
+//     touches the table slot and the node and nothing else;
 //   the table: an array of uint32 slots, capacity + capacity/3 + 1 of them,
 //     allocated at the first insertion for the full capacity (it never
 //     rehashes), Robin Hood linear probing with backward-shift deletion;
 //     a slot packs the probe distance (8 bits), entry index + 1 and a tag of
-//     the hash (the bits left over), so neither lookups nor deletions call the
-//     hash function on stored keys;
+//     the hash (the bits left over), so lookups never call the hash function
+//     on stored keys;
 //   the policy's metadata (tinylfu: a 4-bit count-min sketch).
+// No entry stores its hash: eviction recomputes it from the stored key (the
+// victim's table slot and, for tinylfu, the frequencies of the candidate and
+// of the victim sample), a few calls of the hash per eviction.
 // Capacity: by entries, by bytes, or both. A byte bound is turned into the
 // largest entry capacity whose full footprint (footprint_bytes()) fits in it,
 // so the tracked live bytes never exceed the bound, at any moment: the table
@@ -90,14 +94,14 @@ template <class K, class V>
 struct cache_node {
   union { K key; };
   union { V value; };
-  std::uint32_t prev;
-  std::uint32_t next;
+  std::uint32_t prev = 0;
+  std::uint32_t next = 0;  // 24-bit index, policy state in the top 8 bits
   cache_node() noexcept {}
   ~cache_node() {}
 };
 
-// Low bits of an entry's meta word that belong to the policy; the others hold
-// the entry's 32-bit hash with these bits cleared.
+// The table and the sketch use a 32-bit hash with these low bits cleared
+// (the slot's tag is taken above them).
 inline constexpr std::uint32_t policy_bits = 7u;
 
 // The mixed 64-bit hash of a key. The table uses the high 32 bits (the policy
@@ -108,22 +112,46 @@ struct hashed_key {
   std::uint32_t low() const noexcept { return static_cast<std::uint32_t>(full); }
 };
 
-// Entries in pages; the Links object the policies work on.
-template <class K, class V>
+template <class K, class Hash>
+hashed_key hash_of_key(const Hash& hash, const K& key) {
+  return hashed_key{mix_hash(static_cast<std::uint64_t>(hash(key)))};
+}
+
+// Entries in pages; the Links object the policies work on: 24-bit links,
+// 8 bits of policy state in the top of `next` (when the policy keeps state:
+// then setting a link keeps those bits, a read-modify-write; without state it
+// is a plain store), and the hash of an entry recomputed from its key.
+template <class K, class V, class Hash, bool PolicyState>
 struct node_store {
   using node = cache_node<K, V>;
   static constexpr std::uint32_t page_shift = 12;
   static constexpr std::uint32_t page_entries = std::uint32_t{1} << page_shift;
-  struct page_ref {
-    node* nodes;
-    std::uint32_t* meta;
-  };
-  page_ref* pages = nullptr;
+  static constexpr std::uint32_t index_mask = nil_index;
+  node** pages = nullptr;
+  const Hash* hasher = nullptr;
 
-  node& at(std::uint32_t i) const noexcept { return pages[i >> page_shift].nodes[i & (page_entries - 1)]; }
-  std::uint32_t& prev(std::uint32_t i) const noexcept { return at(i).prev; }
-  std::uint32_t& next(std::uint32_t i) const noexcept { return at(i).next; }
-  std::uint32_t& meta(std::uint32_t i) const noexcept { return pages[i >> page_shift].meta[i & (page_entries - 1)]; }
+  node& at(std::uint32_t i) const noexcept { return pages[i >> page_shift][i & (page_entries - 1)]; }
+  std::uint32_t prev(std::uint32_t i) const noexcept { return at(i).prev; }
+  std::uint32_t next(std::uint32_t i) const noexcept { return at(i).next & index_mask; }
+  void set_prev(std::uint32_t i, std::uint32_t v) const noexcept { at(i).prev = v; }
+  void set_next(std::uint32_t i, std::uint32_t v) const noexcept {
+    std::uint32_t& w = at(i).next;
+    if constexpr (PolicyState) w = (w & ~index_mask) | v;
+    else w = v;
+  }
+  std::uint32_t state(std::uint32_t i) const noexcept
+    requires PolicyState
+  {
+    return at(i).next >> index_bits;
+  }
+  void set_state(std::uint32_t i, std::uint32_t s) const noexcept
+    requires PolicyState
+  {
+    std::uint32_t& w = at(i).next;
+    w = (w & index_mask) | (s << index_bits);
+  }
+  // The table hash of entry i (may throw what the user's hash throws).
+  std::uint32_t hash(std::uint32_t i) const { return hash_of_key(*hasher, at(i).key).h32(); }
 };
 
 }  // namespace detail
@@ -136,9 +164,8 @@ class basic_cache {
                     std::is_nothrow_move_assignable_v<V>,
                 "cache values must be nothrow move constructible, assignable and destructible");
 
-  using store_type = detail::node_store<K, V>;
+  using store_type = detail::node_store<K, V, Hash, Policy::keeps_state>;
   using node = typename store_type::node;
-  using page_ref = typename store_type::page_ref;
 
  public:
   using key_type = K;
@@ -146,11 +173,11 @@ class basic_cache {
   using policy_type = typename Policy::template policy<store_type>;
   using hashed_key = detail::hashed_key;
 
-  static constexpr std::size_t max_capacity = (std::size_t{1} << 24) - 1;
+  static constexpr std::size_t max_capacity = detail::nil_index;  // indices are 24-bit
   static constexpr std::uint32_t max_probe_distance = 255;
   static constexpr std::uint32_t page_entries = store_type::page_entries;
   static constexpr std::size_t node_bytes = sizeof(node);
-  static constexpr std::size_t entry_bytes = sizeof(node) + sizeof(std::uint32_t);  // node + meta word
+  static constexpr std::size_t entry_bytes = sizeof(node);  // everything an entry holds
 
   // Table slots for a capacity (load factor at most 3/4).
   static constexpr std::size_t slot_count_for(std::size_t capacity) noexcept {
@@ -159,7 +186,7 @@ class basic_cache {
   // Every byte the cache holds when `capacity` entries are stored.
   static constexpr std::uint64_t footprint_bytes(std::size_t capacity) noexcept {
     const std::size_t pages = (capacity + page_entries - 1) / page_entries;
-    return std::uint64_t{slot_count_for(capacity)} * sizeof(std::uint32_t) + pages * sizeof(page_ref) +
+    return std::uint64_t{slot_count_for(capacity)} * sizeof(std::uint32_t) + pages * sizeof(node*) +
            std::uint64_t{capacity} * entry_bytes + policy_type::metadata_bytes(capacity);
   }
   // The largest capacity whose footprint fits in `bytes` (0 when none does).
@@ -179,6 +206,7 @@ class basic_cache {
               std::pmr::memory_resource* upstream = std::pmr::get_default_resource(), Hash hash = Hash{},
               Eq eq = Eq{})
       : name_(name), hash_(std::move(hash)), eq_(std::move(eq)), policy_(store_) {
+    store_.hasher = &hash_;
     if (name.empty()) throw std::invalid_argument("cache: the name (its account) must not be empty");
     if (upstream == nullptr) throw std::invalid_argument("cache '" + name_ + "': upstream resource is null");
     if (options.max_entries == 0 && options.max_bytes == 0)
@@ -252,7 +280,7 @@ class basic_cache {
     table_erase_at(pos);
     policy_.on_erase(i);
     destroy_node(i);
-    store_.next(i) = free_head_;
+    store_.set_next(i, free_head_);
     free_head_ = i;
     --size_;
     return true;
@@ -306,7 +334,7 @@ class basic_cache {
   const K& key_at(std::uint32_t i) const noexcept { return store_.at(i).key; }
 
   // ---- pre-hashed entry points (sharded_cache) -------------------------------
-  hashed_key hash_key(const K& key) const { return hashed_key{mix_hash(static_cast<std::uint64_t>(hash_(key)))}; }
+  hashed_key hash_key(const K& key) const { return detail::hash_of_key(hash_, key); }
 
   std::optional<V> get_hashed(const K& key, hashed_key h) {
     policy_.prefetch(h.h32());
@@ -344,8 +372,11 @@ class basic_cache {
     if (size_ < capacity_) {
       i = acquire_node();  // may throw (a new page): nothing stored yet
     } else {
-      i = policy_.choose_victim();
-      table_erase_at(slot_of_index(i));
+      // The victim's hash comes with it (computed before the policy changed
+      // anything, so a throwing hash leaves everything as it was).
+      const auto victim = policy_.choose_victim();
+      i = victim.index;
+      table_erase_at(slot_of_index(i, victim.hash));
       policy_.on_erase(i);
       destroy_node(i);
       --size_;
@@ -355,7 +386,6 @@ class basic_cache {
     node& n = store_.at(i);
     std::construct_at(std::addressof(n.key), std::move(key));
     std::construct_at(std::addressof(n.value), std::move(value));
-    store_.meta(i) = h32;
     table_insert(h32, i);
     policy_.on_insert(i);
     ++size_;
@@ -389,9 +419,7 @@ class basic_cache {
       const std::uint32_t s = slots_[pos];
       if (s == 0 || dist(s) < d) return npos;
       if (slot_tag(s) == want) {
-        const std::uint32_t i = slot_index(s);
-        __builtin_prefetch(&store_.meta(i), 1);  // the policy reads it next
-        if (eq_(store_.at(i).key, key)) return pos;
+        if (eq_(store_.at(slot_index(s)).key, key)) return pos;
       }
       pos = advance(pos);
     }
@@ -444,8 +472,9 @@ class basic_cache {
     }
   }
 
-  std::uint32_t slot_of_index(std::uint32_t i) const noexcept {
-    std::uint32_t pos = home(store_.meta(i) & ~detail::policy_bits);
+  // The slot of entry i, whose table hash is h32.
+  std::uint32_t slot_of_index(std::uint32_t i, std::uint32_t h32) const noexcept {
+    std::uint32_t pos = home(h32);
     while (((slots_[pos] >> 8) & idx_mask_) != i + 1) pos = advance(pos);
     return pos;
   }
@@ -465,7 +494,6 @@ class basic_cache {
     const std::size_t first = std::size_t{p} * page_entries;
     return static_cast<std::uint32_t>(capacity_ - first < page_entries ? capacity_ - first : page_entries);
   }
-  static constexpr std::size_t page_align = alignof(node) > alignof(std::uint32_t) ? alignof(node) : alignof(std::uint32_t);
 
   // The table, the page directory and the policy metadata, once, sized for
   // the capacity. All or nothing.
@@ -473,9 +501,9 @@ class basic_cache {
     if (slots_) return;
     const std::size_t slot_bytes = std::size_t{slot_count_} * sizeof(std::uint32_t);
     auto* slots = static_cast<std::uint32_t*>(take(slot_bytes, alignof(std::uint32_t)));
-    page_ref* pages;
+    node** pages;
     try {
-      pages = static_cast<page_ref*>(take(page_count_ * sizeof(page_ref), alignof(page_ref)));
+      pages = static_cast<node**>(take(page_count_ * sizeof(node*), alignof(node*)));
     } catch (...) {
       give(slots, slot_bytes, alignof(std::uint32_t));
       throw;
@@ -483,7 +511,7 @@ class basic_cache {
     try {
       policy_.allocate(res_);
     } catch (...) {
-      give(pages, page_count_ * sizeof(page_ref), alignof(page_ref));
+      give(pages, page_count_ * sizeof(node*), alignof(node*));
       give(slots, slot_bytes, alignof(std::uint32_t));
       throw;
     }
@@ -491,7 +519,7 @@ class basic_cache {
     own_bytes_ += meta_bytes;
     if (own_bytes_ > own_peak_) own_peak_ = own_bytes_;
     std::fill_n(slots, slot_count_, 0u);
-    for (std::uint32_t p = 0; p < page_count_; ++p) pages[p] = page_ref{nullptr, nullptr};
+    for (std::uint32_t p = 0; p < page_count_; ++p) pages[p] = nullptr;
     slots_ = slots;
     store_.pages = pages;
   }
@@ -505,10 +533,10 @@ class basic_cache {
     const std::uint32_t p = allocated_ >> store_type::page_shift;
     if ((allocated_ & (page_entries - 1)) == 0) {
       const std::uint32_t n = page_size(p);
-      void* mem = take(std::size_t{n} * entry_bytes, page_align);
+      void* mem = take(std::size_t{n} * entry_bytes, alignof(node));
       auto* nodes = static_cast<node*>(mem);
       for (std::uint32_t k = 0; k < n; ++k) ::new (static_cast<void*>(nodes + k)) node();
-      store_.pages[p] = page_ref{nodes, reinterpret_cast<std::uint32_t*>(nodes + n)};
+      store_.pages[p] = nodes;
     }
     return allocated_++;
   }
@@ -526,12 +554,12 @@ class basic_cache {
         if (slots_[pos] != 0) destroy_node(slot_index(slots_[pos]));
     }
     for (std::uint32_t p = 0; p < page_count_; ++p) {
-      if (store_.pages[p].nodes == nullptr) continue;
+      if (store_.pages[p] == nullptr) continue;
       const std::uint32_t n = page_size(p);
-      std::destroy_n(store_.pages[p].nodes, n);
-      give(store_.pages[p].nodes, std::size_t{n} * entry_bytes, page_align);
+      std::destroy_n(store_.pages[p], n);
+      give(store_.pages[p], std::size_t{n} * entry_bytes, alignof(node));
     }
-    give(store_.pages, page_count_ * sizeof(page_ref), alignof(page_ref));
+    give(store_.pages, page_count_ * sizeof(node*), alignof(node*));
     give(slots_, std::size_t{slot_count_} * sizeof(std::uint32_t), alignof(std::uint32_t));
     policy_.release(res_);
     own_bytes_ -= policy_type::metadata_bytes(capacity_);

@@ -55,24 +55,37 @@ class frequency_sketch {
   }
   std::size_t bytes() const noexcept { return std::size_t{blocks_} * block_bytes; }
 
+  // Branch-free on the counters' values (which counters rise depends on
+  // the data: branching on them mispredicted often).
   void increment(std::uint32_t h) noexcept {
     if (!words_) return;
     const std::uint64_t g = spread(h);
     std::uint64_t* block = words_ + block_of(g) * 8;
-    std::uint32_t floor = 0;
-    if constexpr (Conservative) floor = min_count(block, g);
-    if (floor >= max_count) return;
-    bool added = false;
+    std::uint64_t* word[4];
+    unsigned shift[4];
+    std::uint32_t c[4];
     for (unsigned i = 0; i < 4; ++i) {
-      std::uint64_t& w = block[word_in_block(g, i)];
-      const unsigned shift = nibble(g, i) * 4;
-      const auto c = static_cast<std::uint32_t>((w >> shift) & 15);
-      if (c < max_count && (!Conservative || c == floor)) {
-        w += std::uint64_t{1} << shift;
-        added = true;
-      }
+      word[i] = &block[word_in_block(g, i)];
+      shift[i] = nibble(g, i) * 4;
+      c[i] = static_cast<std::uint32_t>((*word[i] >> shift[i]) & 15);
     }
-    if (added && ++additions_ >= sample_size_) halve();
+    if constexpr (Conservative) {
+      // Only the counters at the minimum rise (each key's 4 words differ).
+      const std::uint32_t m01 = c[0] < c[1] ? c[0] : c[1];
+      const std::uint32_t m23 = c[2] < c[3] ? c[2] : c[3];
+      const std::uint32_t floor = m01 < m23 ? m01 : m23;
+      if (floor >= max_count) return;
+      for (unsigned i = 0; i < 4; ++i) *word[i] += static_cast<std::uint64_t>(c[i] == floor) << shift[i];
+    } else {
+      bool added = false;
+      for (unsigned i = 0; i < 4; ++i) {
+        const bool up = c[i] < max_count;
+        *word[i] += static_cast<std::uint64_t>(up) << shift[i];
+        added |= up;
+      }
+      if (!added) return;
+    }
+    if (++additions_ >= sample_size_) [[unlikely]] halve();
   }
 
   // Starts loading h's block (the cache calls it before its table probe so

@@ -2,9 +2,9 @@
 // a hit or an insert puts the entry at the front; the victim is the back.
 //
 // Policy interface (shared with tinylfu_policy), over a Links object giving
-// prev(i), next(i) and meta(i) (std::uint32_t& each) for entry index i; the
-// low 3 bits of meta(i) belong to the policy, the upper 29 bits hold the
-// entry's hash (the same value the cache passes as `h`):
+// prev(i) / next(i), set_prev / set_next, state(i) / set_state(i, s) (8 bits
+// of policy state per entry, for a policy whose selector says keeps_state) and hash(i) (the entry's table hash, recomputed
+// from its key; may throw) for entry index i:
 //   static std::size_t metadata_bytes(std::size_t capacity)  bytes allocate() takes
 //   void configure(std::size_t capacity) noexcept
 //   void allocate(std::pmr::memory_resource*)  /  void release(...) noexcept
@@ -13,7 +13,8 @@
 //   void on_hit(std::uint32_t i) noexcept
 //   void on_insert(std::uint32_t i) noexcept    a new entry (the cache has room)
 //   void on_erase(std::uint32_t i) noexcept
-//   std::uint32_t choose_victim() noexcept      the cache is full: entry to evict
+//   detail::victim choose_victim()              the cache is full: entry to evict and
+//                                               its hash; if hash(i) throws, nothing changed
 //   void clear() noexcept
 #pragma once
 #include <cstddef>
@@ -40,7 +41,7 @@ class lru_policy {
   void on_hit(std::uint32_t i) noexcept { detail::list_move_to_front(*links_, list_, i); }
   void on_insert(std::uint32_t i) noexcept { detail::list_push_front(*links_, list_, i); }
   void on_erase(std::uint32_t i) noexcept { detail::list_unlink(*links_, list_, i); }
-  std::uint32_t choose_victim() noexcept { return list_.tail; }
+  detail::victim choose_victim() { return {list_.tail, links_->hash(list_.tail)}; }
   void clear() noexcept { list_ = {}; }
 
   // Entry indices from most to least recently used (tests, diagnostics).
@@ -56,6 +57,7 @@ class lru_policy {
 
 // Policy selector for basic_cache.
 struct lru {
+  static constexpr bool keeps_state = false;  // no per-entry state (Links::state unused)
   template <class Links>
   using policy = lru_policy<Links>;
   static constexpr std::string_view name = "lru";

@@ -75,7 +75,7 @@ class tinylfu_policy {
         put_front(protected_, i, tinylfu_segment::protected_);
         if (protected_.size > protected_max_) demote_from_protected();
         break;
-      case tinylfu_segment::protected_: links_->meta(i) |= reference_bit; break;
+      case tinylfu_segment::protected_: links_->set_state(i, links_->state(i) | reference_bit); break;
     }
   }
 
@@ -90,24 +90,27 @@ class tinylfu_policy {
 
   void on_erase(std::uint32_t i) noexcept { detail::list_unlink(*links_, list_of(segment(i)), i); }
 
-  std::uint32_t choose_victim() noexcept {
+  // Every hash is computed before anything changes (the hash may throw).
+  detail::victim choose_victim() {
     if (window_.size < window_max_ || window_.size == 0) {
       // The main segment holds more than its share (entries of the window
       // were erased): evict from it directly.
-      const std::uint32_t v = main_back();
-      return v != detail::nil_index ? v : window_.tail;
+      const std::uint32_t back = main_back();
+      const std::uint32_t v = back != detail::nil_index ? back : window_.tail;
+      return {v, hash_of(v)};
     }
     const std::uint32_t candidate = window_.tail;
-    if (main_back() == detail::nil_index) return candidate;  // no main segment (tiny capacity)
-    sketch_.prefetch(hash_of(candidate));
+    const std::uint32_t candidate_hash = hash_of(candidate);
+    if (main_back() == detail::nil_index) return {candidate, candidate_hash};  // no main segment (tiny capacity)
+    sketch_.prefetch(candidate_hash);
     std::uint32_t victim_freq = 0;
-    const std::uint32_t victim = sample_victim(victim_freq);
-    if (sketch_.frequency(hash_of(candidate)) > victim_freq) {
+    const detail::victim v = sample_victim(victim_freq);
+    if (sketch_.frequency(candidate_hash) > victim_freq) {
       detail::list_unlink(*links_, window_, candidate);
       put_front(probation_, candidate, tinylfu_segment::probation);
-      return victim;
+      return v;
     }
-    return candidate;
+    return {candidate, candidate_hash};
   }
 
   void clear() noexcept {
@@ -119,7 +122,7 @@ class tinylfu_policy {
 
   // Introspection (tests, diagnostics).
   tinylfu_segment segment(std::uint32_t i) const noexcept {
-    return static_cast<tinylfu_segment>(links_->meta(i) & segment_mask);
+    return static_cast<tinylfu_segment>(links_->state(i) & segment_mask);
   }
   std::size_t window_max() const noexcept { return window_max_; }
   std::size_t protected_max() const noexcept { return protected_max_; }
@@ -140,8 +143,8 @@ class tinylfu_policy {
   // unreferenced back entry moves to the front of probation.
   void demote_from_protected() noexcept {
     std::uint32_t d = protected_.tail;
-    while (links_->meta(d) & reference_bit) {
-      links_->meta(d) &= ~reference_bit;
+    while (links_->state(d) & reference_bit) {
+      links_->set_state(d, links_->state(d) & ~reference_bit);
       detail::list_move_to_front(*links_, protected_, d);
       d = protected_.tail;
     }
@@ -154,38 +157,37 @@ class tinylfu_policy {
   }
   // The least frequent of the VictimSample entries at the back of probation
   // (the backmost on ties); the back of protected when probation is empty.
-  std::uint32_t sample_victim(std::uint32_t& freq) const noexcept {
+  // Hashes first (they may throw), nothing changes here.
+  detail::victim sample_victim(std::uint32_t& freq) const {
     const std::uint32_t back = main_back();
     if (VictimSample == 1 || back != probation_.tail) {
-      freq = sketch_.frequency(hash_of(back));
-      return back;
+      const std::uint32_t h = hash_of(back);
+      freq = sketch_.frequency(h);
+      return {back, h};
     }
-    // Three passes so that the memory accesses overlap: walk the links
-    // (prefetching each meta word), then prefetch every sketch block, then
-    // read the frequencies.
+    // Walk the links, hash each entry (its key is in the node the walk
+    // loaded) and prefetch its sketch block, then read the frequencies, so
+    // that the sketch accesses overlap.
     std::uint32_t idx[VictimSample] = {};
     std::uint32_t h[VictimSample] = {};
     unsigned n = 0;
     for (std::uint32_t i = back; i != detail::nil_index && n < VictimSample; i = links_->prev(i)) {
-      __builtin_prefetch(&links_->meta(i));
-      idx[n++] = i;
+      idx[n] = i;
+      h[n] = hash_of(i);
+      sketch_.prefetch(h[n]);
+      ++n;
     }
-    for (unsigned k = 0; k < n; ++k) {
-      h[k] = hash_of(idx[k]);
-      sketch_.prefetch(h[k]);
-    }
-    std::uint32_t best = idx[0];
+    unsigned best = 0;
     freq = sketch_.frequency(h[0]);
     for (unsigned k = 1; k < n; ++k) {
       const std::uint32_t f = sketch_.frequency(h[k]);
-      if (f < freq) {
-        best = idx[k];
-        freq = f;
-      }
+      const bool lower = f < freq;
+      best = lower ? k : best;
+      freq = lower ? f : freq;
     }
-    return best;
+    return {idx[best], h[best]};
   }
-  std::uint32_t hash_of(std::uint32_t i) const noexcept { return links_->meta(i) & ~7u; }
+  std::uint32_t hash_of(std::uint32_t i) const { return links_->hash(i); }
   detail::index_list& list_of(tinylfu_segment s) noexcept {
     switch (s) {
       case tinylfu_segment::window: return window_;
@@ -194,8 +196,7 @@ class tinylfu_policy {
     }
   }
   void put_front(detail::index_list& l, std::uint32_t i, tinylfu_segment s) noexcept {
-    std::uint32_t& m = links_->meta(i);
-    m = (m & ~7u) | static_cast<std::uint32_t>(s);  // the reference bit is cleared too
+    links_->set_state(i, static_cast<std::uint32_t>(s));  // the reference bit is cleared too
     detail::list_push_front(*links_, l, i);
   }
 
@@ -210,6 +211,7 @@ class tinylfu_policy {
 template <unsigned CountersPerEntry = 12, unsigned WindowPercent = 1, unsigned SampleFactor = 20,
           bool Conservative = true, unsigned VictimSample = 8>
 struct basic_tinylfu {
+  static constexpr bool keeps_state = true;  // segment and reference bit per entry
   template <class Links>
   using policy = tinylfu_policy<Links, CountersPerEntry, WindowPercent, SampleFactor, Conservative, VictimSample>;
   static constexpr std::string_view name = "tinylfu";
