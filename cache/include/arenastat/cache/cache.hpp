@@ -16,13 +16,15 @@
 //     node {K key; V value; uint32 prev, next}; the links are 24-bit entry
 //     indices and the top 8 bits of `next` hold the policy's state, so a hit
 //     touches the table slot and the node and nothing else;
-//   the table: an array of uint32 slots, capacity + capacity/3 + 1 of them,
-//     allocated at the first insertion for the full capacity (it never
-//     rehashes), Robin Hood linear probing with backward-shift deletion;
-//     a slot packs the probe distance (8 bits), entry index + 1 and a tag of
-//     the hash (the bits left over), so lookups never call the hash function
-//     on stored keys;
-//   the policy's metadata (tinylfu: a 4-bit count-min sketch).
+//   the table: uint32 slots, capacity + capacity/3 + 1 of them, allocated at
+//     the first insertion for the full capacity (it never rehashes), Robin
+//     Hood linear probing with backward-shift deletion; a slot packs the
+//     probe distance (8 bits), entry index + 1 and a tag of the hash (the
+//     bits left over), so lookups never call the hash function on stored
+//     keys. For a policy with counters_in_table (tinylfu) the table is made
+//     of 64-byte lines of 8 slots followed by 32 bytes of the policy's
+//     counters (the slot count rounded up to a multiple of 8), so the
+//     frequency of a key sits in the line its lookup loads.
 // No entry stores its hash: eviction recomputes it from the stored key (the
 // victim's table slot and, for tinylfu, the frequencies of the candidate and
 // of the victim sample), a few calls of the hash per eviction.
@@ -45,6 +47,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <memory_resource>
@@ -179,15 +182,23 @@ class basic_cache {
   static constexpr std::size_t node_bytes = sizeof(node);
   static constexpr std::size_t entry_bytes = sizeof(node);  // everything an entry holds
 
+  // Lines of 8 slots and 8 words of policy counters (tinylfu), or plain slots.
+  static constexpr bool lined_table = Policy::counters_in_table;
+  static constexpr std::size_t table_align = lined_table ? 64 : alignof(std::uint32_t);
+
   // Table slots for a capacity (load factor at most 3/4).
   static constexpr std::size_t slot_count_for(std::size_t capacity) noexcept {
-    return capacity + capacity / 3 + 1;
+    const std::size_t n = capacity + capacity / 3 + 1;
+    return lined_table ? (n + 7) / 8 * 8 : n;
+  }
+  // Bytes of the table for a slot count (counters included).
+  static constexpr std::uint64_t table_bytes_for(std::size_t slots) noexcept {
+    return std::uint64_t{slots} * sizeof(std::uint32_t) * (lined_table ? 2 : 1);
   }
   // Every byte the cache holds when `capacity` entries are stored.
   static constexpr std::uint64_t footprint_bytes(std::size_t capacity) noexcept {
     const std::size_t pages = (capacity + page_entries - 1) / page_entries;
-    return std::uint64_t{slot_count_for(capacity)} * sizeof(std::uint32_t) + pages * sizeof(node*) +
-           std::uint64_t{capacity} * entry_bytes + policy_type::metadata_bytes(capacity);
+    return table_bytes_for(slot_count_for(capacity)) + pages * sizeof(node*) + std::uint64_t{capacity} * entry_bytes;
   }
   // The largest capacity whose footprint fits in `bytes` (0 when none does).
   static std::size_t capacity_for_bytes(std::uint64_t bytes) noexcept {
@@ -276,7 +287,7 @@ class basic_cache {
     if (!slots_) return false;
     const std::uint32_t pos = find(h.h32(), key);
     if (pos == npos) return false;
-    const std::uint32_t i = slot_index(slots_[pos]);
+    const std::uint32_t i = slot_index(slot(pos));
     table_erase_at(pos);
     policy_.on_erase(i);
     destroy_node(i);
@@ -337,7 +348,6 @@ class basic_cache {
   hashed_key hash_key(const K& key) const { return detail::hash_of_key(hash_, key); }
 
   std::optional<V> get_hashed(const K& key, hashed_key h) {
-    policy_.prefetch(h.h32());
     const std::uint32_t pos = slots_ ? find(h.h32(), key) : npos;
     policy_.record(h.h32());
     if (pos == npos) {
@@ -345,7 +355,7 @@ class basic_cache {
       return std::nullopt;
     }
     ++hits_;
-    const std::uint32_t i = slot_index(slots_[pos]);
+    const std::uint32_t i = slot_index(slot(pos));
     policy_.on_hit(i);
     return store_.at(i).value;
   }
@@ -355,7 +365,7 @@ class basic_cache {
     if (slots_) {
       const std::uint32_t pos = find(h32, key);
       if (pos != npos) {
-        const std::uint32_t i = slot_index(slots_[pos]);
+        const std::uint32_t i = slot_index(slot(pos));
         store_.at(i).value = std::move(value);
         if (record) policy_.record(h32);
         policy_.on_hit(i);
@@ -398,6 +408,12 @@ class basic_cache {
   static constexpr std::uint32_t npos = 0xFFFFFFFFu;
 
   // ---- slots ------------------------------------------------------------------
+  // Slot `pos` of the table: in a lined table, line pos/8 holds slots
+  // 8*(pos/8) .. +7 in its first half.
+  std::uint32_t& slot(std::uint32_t pos) const noexcept {
+    if constexpr (lined_table) return slots_[pos + (pos & ~7u)];
+    else return slots_[pos];
+  }
   static std::uint32_t dist(std::uint32_t s) noexcept { return s & 0xFFu; }
   std::uint32_t slot_index(std::uint32_t s) const noexcept { return ((s >> 8) & idx_mask_) - 1; }
   std::uint32_t slot_tag(std::uint32_t s) const noexcept {
@@ -416,7 +432,7 @@ class basic_cache {
     std::uint32_t pos = home(h32);
     const std::uint32_t want = tag_of(h32);
     for (std::uint32_t d = 0;; ++d) {
-      const std::uint32_t s = slots_[pos];
+      const std::uint32_t s = slot(pos);
       if (s == 0 || dist(s) < d) return npos;
       if (slot_tag(s) == want) {
         if (eq_(store_.at(slot_index(s)).key, key)) return pos;
@@ -429,12 +445,12 @@ class basic_cache {
   bool can_insert(std::uint32_t h32) const noexcept {
     std::uint32_t pos = home(h32);
     for (std::uint32_t d = 0;; ++d) {
-      const std::uint32_t s = slots_[pos];
+      const std::uint32_t s = slot(pos);
       if (s == 0 || dist(s) < d) break;
       if (d == max_probe_distance) return false;
       pos = advance(pos);
     }
-    for (std::uint32_t s; (s = slots_[pos]) != 0; pos = advance(pos))
+    for (std::uint32_t s; (s = slot(pos)) != 0; pos = advance(pos))
       if (dist(s) == max_probe_distance) return false;
     return true;
   }
@@ -444,30 +460,30 @@ class basic_cache {
   void table_insert(std::uint32_t h32, std::uint32_t i) noexcept {
     std::uint32_t pos = home(h32), d = 0;
     for (;; ++d) {
-      const std::uint32_t s = slots_[pos];
+      const std::uint32_t s = slot(pos);
       if (s == 0 || dist(s) < d) break;
       pos = advance(pos);
     }
     std::uint32_t e = pos;
-    while (slots_[e] != 0) e = advance(e);
+    while (slot(e) != 0) e = advance(e);
     while (e != pos) {
       const std::uint32_t p = e == 0 ? slot_count_ - 1 : e - 1;
-      slots_[e] = slots_[p] + 1;
+      slot(e) = slot(p) + 1;
       e = p;
     }
-    slots_[pos] = make_slot(d, i, h32);
+    slot(pos) = make_slot(d, i, h32);
   }
 
   // Backward-shift deletion: no tombstones, no rehash.
   void table_erase_at(std::uint32_t pos) noexcept {
     for (;;) {
       const std::uint32_t nxt = advance(pos);
-      const std::uint32_t s = slots_[nxt];
+      const std::uint32_t s = slot(nxt);
       if (s == 0 || dist(s) == 0) {
-        slots_[pos] = 0;
+        slot(pos) = 0;
         return;
       }
-      slots_[pos] = s - 1;
+      slot(pos) = s - 1;
       pos = nxt;
     }
   }
@@ -475,7 +491,7 @@ class basic_cache {
   // The slot of entry i, whose table hash is h32.
   std::uint32_t slot_of_index(std::uint32_t i, std::uint32_t h32) const noexcept {
     std::uint32_t pos = home(h32);
-    while (((slots_[pos] >> 8) & idx_mask_) != i + 1) pos = advance(pos);
+    while (((slot(pos) >> 8) & idx_mask_) != i + 1) pos = advance(pos);
     return pos;
   }
 
@@ -499,29 +515,20 @@ class basic_cache {
   // the capacity. All or nothing.
   void ensure_tables() {
     if (slots_) return;
-    const std::size_t slot_bytes = std::size_t{slot_count_} * sizeof(std::uint32_t);
-    auto* slots = static_cast<std::uint32_t*>(take(slot_bytes, alignof(std::uint32_t)));
+    const std::size_t table_bytes = table_bytes_for(slot_count_);
+    auto* table = static_cast<std::uint32_t*>(take(table_bytes, table_align));
     node** pages;
     try {
       pages = static_cast<node**>(take(page_count_ * sizeof(node*), alignof(node*)));
     } catch (...) {
-      give(slots, slot_bytes, alignof(std::uint32_t));
+      give(table, table_bytes, table_align);
       throw;
     }
-    try {
-      policy_.allocate(res_);
-    } catch (...) {
-      give(pages, page_count_ * sizeof(node*), alignof(node*));
-      give(slots, slot_bytes, alignof(std::uint32_t));
-      throw;
-    }
-    const std::size_t meta_bytes = policy_type::metadata_bytes(capacity_);
-    own_bytes_ += meta_bytes;
-    if (own_bytes_ > own_peak_) own_peak_ = own_bytes_;
-    std::fill_n(slots, slot_count_, 0u);
+    std::memset(table, 0, table_bytes);
     for (std::uint32_t p = 0; p < page_count_; ++p) pages[p] = nullptr;
-    slots_ = slots;
+    slots_ = table;
     store_.pages = pages;
+    policy_.attach_table(table, slot_count_);
   }
 
   std::uint32_t acquire_node() {
@@ -551,7 +558,7 @@ class basic_cache {
     if (!slots_) return;
     if constexpr (!std::is_trivially_destructible_v<K> || !std::is_trivially_destructible_v<V>) {
       for (std::uint32_t pos = 0; pos < slot_count_; ++pos)
-        if (slots_[pos] != 0) destroy_node(slot_index(slots_[pos]));
+        if (slot(pos) != 0) destroy_node(slot_index(slot(pos)));
     }
     for (std::uint32_t p = 0; p < page_count_; ++p) {
       if (store_.pages[p] == nullptr) continue;
@@ -560,9 +567,8 @@ class basic_cache {
       give(store_.pages[p], std::size_t{n} * entry_bytes, alignof(node));
     }
     give(store_.pages, page_count_ * sizeof(node*), alignof(node*));
-    give(slots_, std::size_t{slot_count_} * sizeof(std::uint32_t), alignof(std::uint32_t));
-    policy_.release(res_);
-    own_bytes_ -= policy_type::metadata_bytes(capacity_);
+    policy_.detach_table();
+    give(slots_, table_bytes_for(slot_count_), table_align);
     policy_.clear();
     store_.pages = nullptr;
     slots_ = nullptr;

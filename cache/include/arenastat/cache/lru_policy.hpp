@@ -5,10 +5,11 @@
 // prev(i) / next(i), set_prev / set_next, state(i) / set_state(i, s) (8 bits
 // of policy state per entry, for a policy whose selector says keeps_state) and hash(i) (the entry's table hash, recomputed
 // from its key; may throw) for entry index i:
-//   static std::size_t metadata_bytes(std::size_t capacity)  bytes allocate() takes
 //   void configure(std::size_t capacity) noexcept
-//   void allocate(std::pmr::memory_resource*)  /  void release(...) noexcept
-//   void prefetch(std::uint32_t h) const noexcept  record(h) is coming: start loads
+//   void attach_table(std::uint32_t* table, std::uint32_t slot_count) noexcept
+//   void detach_table() noexcept                the cache's table (lines of 8 slots and
+//                                               32 bytes for the policy when the selector
+//                                               says counters_in_table), before it is freed
 //   void record(std::uint32_t h) noexcept       an access to a key (hit or miss)
 //   void on_hit(std::uint32_t i) noexcept
 //   void on_insert(std::uint32_t i) noexcept    a new entry (the cache has room)
@@ -19,7 +20,6 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <memory_resource>
 #include <string_view>
 
 #include "arenastat/cache/detail/index_list.hpp"
@@ -31,12 +31,10 @@ class lru_policy {
  public:
   explicit lru_policy(Links& links) noexcept : links_(&links) {}
 
-  static std::size_t metadata_bytes(std::size_t) noexcept { return 0; }
   void configure(std::size_t) noexcept {}
-  void allocate(std::pmr::memory_resource*) noexcept {}
-  void release(std::pmr::memory_resource*) noexcept {}
+  void attach_table(std::uint32_t*, std::uint32_t) noexcept {}
+  void detach_table() noexcept {}
 
-  void prefetch(std::uint32_t) const noexcept {}
   void record(std::uint32_t) noexcept {}
   void on_hit(std::uint32_t i) noexcept { detail::list_move_to_front(*links_, list_, i); }
   void on_insert(std::uint32_t i) noexcept { detail::list_push_front(*links_, list_, i); }
@@ -57,7 +55,8 @@ class lru_policy {
 
 // Policy selector for basic_cache.
 struct lru {
-  static constexpr bool keeps_state = false;  // no per-entry state (Links::state unused)
+  static constexpr bool keeps_state = false;        // no per-entry state (Links::state unused)
+  static constexpr bool counters_in_table = false;  // plain table of slots
   template <class Links>
   using policy = lru_policy<Links>;
   static constexpr std::string_view name = "lru";

@@ -24,16 +24,15 @@
 // erasures) the back of the main segment is evicted without a duel.
 //
 // Frequency: every access (get, put, get_or_load; hit or miss; once per call)
-// is recorded in a count-min sketch of CountersPerEntry 4-bit counters per
-// entry (frequency_sketch.hpp), with conservative update by default; every
-// SampleFactor x capacity recorded increments, all counters are halved.
-// Defaults (12 counters, window 1%, sample 20x, conservative, victim sample
-// 8) come from the simulations in docs/cache.md: at capacity 1M (factor 10,
-// theta 0.99) they reach 84.39% over operations 160M-200M after the fill.
+// is recorded in a count-min sketch of 4-bit counters kept in the cache's
+// table lines (frequency_sketch.hpp: 64 counters per line of 8 slots, about
+// 10.7 per entry), with conservative update by default; every SampleFactor x
+// capacity recorded increments, all counters are halved.
+// Defaults (window 1%, sample 20x, conservative, victim sample 8) come from
+// the simulations in docs/cache.md.
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <memory_resource>
 #include <string_view>
 
 #include "arenastat/cache/detail/index_list.hpp"
@@ -43,17 +42,14 @@ namespace arenastat {
 
 enum class tinylfu_segment : std::uint32_t { window = 0, probation = 1, protected_ = 2 };
 
-template <class Links, unsigned CountersPerEntry = 12, unsigned WindowPercent = 1, unsigned SampleFactor = 20,
-          bool Conservative = true, unsigned VictimSample = 8>
+template <class Links, unsigned WindowPercent = 1, unsigned SampleFactor = 20, bool Conservative = true,
+          unsigned VictimSample = 8>
 class tinylfu_policy {
   static_assert(WindowPercent < 100 && VictimSample >= 1 && SampleFactor >= 1);
 
  public:
   explicit tinylfu_policy(Links& links) noexcept : links_(&links) {}
 
-  static std::size_t metadata_bytes(std::size_t capacity) noexcept {
-    return frequency_sketch<CountersPerEntry, SampleFactor, Conservative>::bytes_for(capacity);
-  }
   void configure(std::size_t capacity) noexcept {
     window_max_ = capacity * WindowPercent / 100;
     if (window_max_ == 0) window_max_ = 1;
@@ -61,10 +57,10 @@ class tinylfu_policy {
     protected_max_ = main * 80 / 100;
     sketch_.configure(capacity);
   }
-  void allocate(std::pmr::memory_resource* res) { sketch_.allocate(res); }
-  void release(std::pmr::memory_resource* res) noexcept { sketch_.release(res); }
+  // The cache's table, whose lines hold the sketch's counters.
+  void attach_table(std::uint32_t* table, std::uint32_t slot_count) noexcept { sketch_.attach(table, slot_count); }
+  void detach_table() noexcept { sketch_.detach(); }
 
-  void prefetch(std::uint32_t h) const noexcept { sketch_.prefetch(h); }
   void record(std::uint32_t h) noexcept { sketch_.increment(h); }
 
   void on_hit(std::uint32_t i) noexcept {
@@ -127,7 +123,7 @@ class tinylfu_policy {
   std::size_t window_max() const noexcept { return window_max_; }
   std::size_t protected_max() const noexcept { return protected_max_; }
   std::uint32_t frequency(std::uint32_t h) const noexcept { return sketch_.frequency(h); }
-  const frequency_sketch<CountersPerEntry, SampleFactor, Conservative>& sketch() const noexcept { return sketch_; }
+  const frequency_sketch<SampleFactor, Conservative>& sketch() const noexcept { return sketch_; }
   template <class F>
   void for_each(tinylfu_segment s, F&& f) const {
     const detail::index_list& l = const_cast<tinylfu_policy*>(this)->list_of(s);
@@ -204,16 +200,16 @@ class tinylfu_policy {
   detail::index_list window_, probation_, protected_;
   std::size_t window_max_ = 1;
   std::size_t protected_max_ = 0;
-  frequency_sketch<CountersPerEntry, SampleFactor, Conservative> sketch_;
+  frequency_sketch<SampleFactor, Conservative> sketch_;
 };
 
 // Policy selector for basic_cache; the parameters exist for simulations.
-template <unsigned CountersPerEntry = 12, unsigned WindowPercent = 1, unsigned SampleFactor = 20,
-          bool Conservative = true, unsigned VictimSample = 8>
+template <unsigned WindowPercent = 1, unsigned SampleFactor = 20, bool Conservative = true, unsigned VictimSample = 8>
 struct basic_tinylfu {
-  static constexpr bool keeps_state = true;  // segment and reference bit per entry
+  static constexpr bool keeps_state = true;        // segment and reference bit per entry
+  static constexpr bool counters_in_table = true;  // the sketch lives in the table's lines
   template <class Links>
-  using policy = tinylfu_policy<Links, CountersPerEntry, WindowPercent, SampleFactor, Conservative, VictimSample>;
+  using policy = tinylfu_policy<Links, WindowPercent, SampleFactor, Conservative, VictimSample>;
   static constexpr std::string_view name = "tinylfu";
 };
 using tinylfu = basic_tinylfu<>;
