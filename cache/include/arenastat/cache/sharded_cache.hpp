@@ -1,5 +1,6 @@
 // sharded_cache: the thread-safe variant. N shards, each a basic_cache with
-// its own mutex and its own policy state; a key's shard is chosen from the low
+// its own lock (detail::shard_mutex: spins briefly, then sleeps) and its own
+// policy state; a key's shard is chosen from the low
 // 32 bits of its mixed hash (the shard's table uses the high bits).
 //
 // Memory: one tracking_resource named after the cache feeds every shard and
@@ -26,6 +27,7 @@
 #include <thread>
 
 #include "arenastat/cache/cache.hpp"
+#include "arenastat/cache/detail/shard_mutex.hpp"
 
 namespace arenastat {
 
@@ -227,7 +229,7 @@ class sharded_cache {
     const K* key = nullptr;
     hashed_key h{};
     flight* next = nullptr;
-    std::condition_variable cv;
+    std::condition_variable_any cv;
     std::optional<V> value;
     std::exception_ptr error;
     unsigned waiters = 0;
@@ -238,7 +240,7 @@ class sharded_cache {
     shard(const std::string& name, const cache_options& o, std::pmr::memory_resource* res, const Hash& h,
           const Eq& e)
         : cache(name, o, res, h, e) {}
-    mutable std::mutex mu;
+    mutable detail::shard_mutex mu;
     shard_cache cache;
     flight* flights = nullptr;
   };
@@ -247,7 +249,7 @@ class sharded_cache {
     return shards_[(static_cast<std::uint64_t>(h.low()) * shard_count_) >> 32];
   }
 
-  V wait_for(std::unique_lock<std::mutex>& lk, flight& f) {
+  V wait_for(std::unique_lock<detail::shard_mutex>& lk, flight& f) {
     ++f.waiters;
     f.cv.wait(lk, [&] { return f.done; });
     std::exception_ptr err = f.error;

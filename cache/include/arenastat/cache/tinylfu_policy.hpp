@@ -71,7 +71,13 @@ class tinylfu_policy {
         put_front(protected_, i, tinylfu_segment::protected_);
         if (protected_.size > protected_max_) demote_from_protected();
         break;
-      case tinylfu_segment::protected_: links_->set_state(i, links_->state(i) | reference_bit); break;
+      case tinylfu_segment::protected_: {
+        // Written only when it changes: a hot entry's node stays clean (and,
+        // in a sharded cache, shared between the cores reading it).
+        const std::uint32_t state = links_->state(i);
+        if (!(state & reference_bit)) links_->set_state(i, state | reference_bit);
+        break;
+      }
     }
   }
 
