@@ -53,6 +53,7 @@
 #include "arenastat/arenastat.hpp"
 #include "arenastat/cache/sharded_cache.hpp"
 #include "arenastat/histogram.hpp"
+#include "args.hpp"
 #include "zipf.hpp"
 
 // ---- counting global allocator (for std_lru) -----------------------------------
@@ -144,22 +145,14 @@ struct options {
   u64 penalty_ns = 1000;  // the penalty run's loader cost
 };
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr,
-               "bench_cache: %s\n"
-               "usage: bench_cache [--capacity=N] [--factor=N] [--threads=N] [--ops=N] [--warmup=N] [--quick]\n"
-               "                   [--json] [--budget=BYTES] [--penalty=NS]\n",
-               msg.c_str());
-  std::exit(2);
-}
+constexpr std::string_view usage_text =
+    "bench_cache [--capacity=N] [--factor=N] [--threads=N] [--ops=N] [--warmup=N] [--quick]\n"
+    "                   [--json] [--budget=BYTES] [--penalty=NS]";
+
+[[noreturn]] void usage_error(const std::string& msg) { arenastat::bench::usage_error("bench_cache", usage_text, msg); }
 
 u64 parse_count(std::string_view opt, std::string_view text, u64 min, u64 max) {
-  u64 v = 0;
-  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc{} || p != text.data() + text.size() || v < min || v > max)
-    usage_error("bad value for " + std::string(opt) + ": '" + std::string(text) + "' (expected an integer in " +
-                std::to_string(min) + ".." + std::to_string(max) + ")");
-  return v;
+  return arenastat::bench::parse_count("bench_cache", usage_text, opt, text, min, max);
 }
 
 options parse_options(int argc, char** argv) {

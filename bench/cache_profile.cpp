@@ -24,6 +24,7 @@
 
 #include "arenastat/cache/cache.hpp"
 #include "arenastat/cache/hash.hpp"
+#include "args.hpp"
 #include "zipf.hpp"
 
 namespace {
@@ -39,23 +40,15 @@ struct options {
   u64 windows = 0;
 };
 
+constexpr std::string_view usage_text =
+    "cache_profile [--cache=tinylfu|lru|std_lru] [--capacity=N] [--factor=N] [--warmup=N] [--ops=N] [--windows=N]";
+
 [[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr,
-               "cache_profile: %s\nusage: cache_profile [--cache=tinylfu|lru|std_lru] [--capacity=N] "
-               "[--factor=N] [--warmup=N] [--ops=N] [--windows=N]\n",
-               msg.c_str());
-  std::exit(2);
+  arenastat::bench::usage_error("cache_profile", usage_text, msg);
 }
 
 u64 parse_number(std::string_view name, std::string_view text, u64 min, u64 max) {
-  u64 v = 0;
-  const std::string s(text);
-  char* end = nullptr;
-  if (!s.empty() && s[0] >= '0' && s[0] <= '9') v = std::strtoull(s.c_str(), &end, 10);
-  if (s.empty() || end == nullptr || *end != '\0' || v < min || v > max)
-    usage_error("bad value for " + std::string(name) + ": '" + s + "' (expected an integer in " +
-                std::to_string(min) + ".." + std::to_string(max) + ")");
-  return v;
+  return arenastat::bench::parse_count("cache_profile", usage_text, name, text, min, max);
 }
 
 options parse(int argc, char** argv) {
