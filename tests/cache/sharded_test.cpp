@@ -1,6 +1,10 @@
 // The sharded cache: concurrent stress and single-flight loading.
 #include <catch2/catch.hpp>
 
+#include <bit>
+
+#include <algorithm>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -39,6 +43,23 @@ TEST_CASE("sharded: shards split the entry bound, the rest goes to the first sha
   CHECK(c.capacity() == 1003);
   for (u64 k = 0; k < 100'000; ++k) c.put(k, k);
   CHECK(c.size() == 1003);
+}
+
+TEST_CASE("sharded: the default shard count keeps at least 1024 entries per shard", "[cache][sharded]") {
+  using C = sharded_tinylfu_cache<u64, u64>;
+  const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t many = std::min<std::size_t>(std::bit_ceil(128 * hw), C::max_shards);
+  // 1M entries: 512 shards hold 1953 each, 1024 would hold 976.
+  CHECK(C::default_shards({.max_entries = 1'000'000}) == std::min<std::size_t>(many, 512));
+  CHECK(C::default_shards({.max_entries = 5'000}) == 4);  // 1250 each; 8 would hold 625
+  CHECK(C::default_shards({.max_entries = 1'000}) == 1);
+  // A byte bound counts the entries one cache of that many bytes holds.
+  const std::size_t by_bytes = C::shard_cache::capacity_for_bytes(8 << 20);
+  std::size_t expected = many;
+  while (expected > 1 && by_bytes / expected < 1024) expected /= 2;
+  CHECK(C::default_shards({.max_bytes = 8 << 20}) == expected);
+  C c{"test.sharded.default", {.max_entries = 5'000}};
+  CHECK(c.shard_count() == 4);
 }
 
 TEMPLATE_TEST_CASE("sharded: concurrent get, put, get_or_load and erase stay consistent", "[cache][sharded][threads]",
