@@ -206,15 +206,4 @@ class account {
   slow* slow_;
 };
 
-// Per-allocation traffic (tracking_resource): the active scopes, then the account.
-// charge_bytes throws limit_exceeded before charging anything.
-inline void charge_bytes(tag_id tag, std::size_t bytes, account* acct) {
-  if (detail::tls_scopes.depth != 0) [[unlikely]] detail::charge_scopes(tag, bytes);
-  if (acct) acct->on_allocate(bytes, tag);
-}
-inline void credit_bytes(tag_id tag, std::size_t bytes, account* acct) noexcept {
-  if (acct) acct->on_deallocate(bytes, tag);
-  if (detail::tls_scopes.depth != 0) [[unlikely]] detail::credit_scopes(tag, bytes);
-}
-
 }  // namespace arenastat

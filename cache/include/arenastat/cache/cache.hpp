@@ -60,6 +60,7 @@
 #include <utility>
 
 #include "arenastat/cache/detail/index_list.hpp"
+#include "arenastat/cache/detail/table_line.hpp"
 #include "arenastat/cache/hash.hpp"
 #include "arenastat/cache/lru_policy.hpp"
 #include "arenastat/cache/tinylfu_policy.hpp"
@@ -189,11 +190,11 @@ class basic_cache {
   // Table slots for a capacity (load factor at most 3/4).
   static constexpr std::size_t slot_count_for(std::size_t capacity) noexcept {
     const std::size_t n = capacity + capacity / 3 + 1;
-    return lined_table ? (n + 7) / 8 * 8 : n;
+    return lined_table ? (n + detail::line_slots - 1) / detail::line_slots * detail::line_slots : n;
   }
   // Bytes of the table for a slot count (counters included).
   static constexpr std::uint64_t table_bytes_for(std::size_t slots) noexcept {
-    return std::uint64_t{slots} * sizeof(std::uint32_t) * (lined_table ? 2 : 1);
+    return std::uint64_t{slots} * sizeof(std::uint32_t) * (lined_table ? detail::line_words / detail::line_slots : 1);
   }
   // Every byte the cache holds when `capacity` entries are stored.
   static constexpr std::uint64_t footprint_bytes(std::size_t capacity) noexcept {
@@ -411,7 +412,7 @@ class basic_cache {
   // Slot `pos` of the table: in a lined table, line pos/8 holds slots
   // 8*(pos/8) .. +7 in its first half.
   std::uint32_t& slot(std::uint32_t pos) const noexcept {
-    if constexpr (lined_table) return slots_[pos + (pos & ~7u)];
+    if constexpr (lined_table) return slots_[detail::lined_slot_word(pos)];
     else return slots_[pos];
   }
   static std::uint32_t dist(std::uint32_t s) noexcept { return s & 0xFFu; }
@@ -420,9 +421,7 @@ class basic_cache {
     return static_cast<std::uint32_t>(static_cast<std::uint64_t>(s) >> tag_shift_);
   }
   std::uint32_t tag_of(std::uint32_t h32) const noexcept { return (h32 >> 3) & tag_mask_; }
-  std::uint32_t home(std::uint32_t h32) const noexcept {
-    return static_cast<std::uint32_t>((static_cast<std::uint64_t>(h32) * slot_count_) >> 32);
-  }
+  std::uint32_t home(std::uint32_t h32) const noexcept { return detail::home_slot(h32, slot_count_); }
   std::uint32_t make_slot(std::uint32_t d, std::uint32_t i, std::uint32_t h32) const noexcept {
     return d | ((i + 1) << 8) | static_cast<std::uint32_t>(static_cast<std::uint64_t>(tag_of(h32)) << tag_shift_);
   }

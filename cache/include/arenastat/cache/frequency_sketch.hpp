@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "arenastat/cache/detail/table_line.hpp"
+
 namespace arenastat {
 
 template <unsigned SampleFactor = 20, bool Conservative = true>
@@ -24,16 +26,14 @@ class frequency_sketch {
   static_assert(SampleFactor >= 1);
 
  public:
-  static constexpr std::uint32_t slots_per_line = 8;
-  static constexpr std::size_t words_per_line = 16;   // 32-bit words: 8 slots, then 4 x 64-bit rows
-  static constexpr std::size_t counters_per_line = 64;
   static constexpr std::uint32_t max_count = 15;
 
   void configure(std::size_t capacity) noexcept {
     sample_size_ = SampleFactor * static_cast<std::uint64_t>(capacity);
   }
-  // The table whose lines hold the counters (slot_count a multiple of
-  // slots_per_line, its counters zero); detach() before it is freed.
+  // The lined table whose lines hold the counters (detail/table_line.hpp;
+  // slot_count a multiple of line_slots, its counters zero); detach() before
+  // it is freed.
   void attach(std::uint32_t* table, std::uint32_t slot_count) noexcept {
     table_ = table;
     slot_count_ = slot_count;
@@ -43,7 +43,6 @@ class frequency_sketch {
     table_ = nullptr;
     additions_ = 0;
   }
-  bool attached() const noexcept { return table_ != nullptr; }
 
   // Branch-free on the counters' values (which counters rise depends on
   // the data: branching on them mispredicted often).
@@ -94,7 +93,7 @@ class frequency_sketch {
 
   // Halves every counter (the TinyLFU reset).
   [[gnu::noinline]] void halve() noexcept {
-    for (std::uint32_t line = 0; line < slot_count_ / slots_per_line; ++line) {
+    for (std::uint32_t line = 0; line < slot_count_ / detail::line_slots; ++line) {
       std::uint64_t* row = line_rows(line);
       for (unsigned i = 0; i < 4; ++i) row[i] = (row[i] >> 1) & 0x7777777777777777ull;
     }
@@ -102,20 +101,19 @@ class frequency_sketch {
   }
   void clear() noexcept {
     if (table_)
-      for (std::uint32_t line = 0; line < slot_count_ / slots_per_line; ++line)
+      for (std::uint32_t line = 0; line < slot_count_ / detail::line_slots; ++line)
         std::memset(line_rows(line), 0, 4 * sizeof(std::uint64_t));
     additions_ = 0;
   }
   std::uint64_t additions() const noexcept { return additions_; }
 
  private:
-  // The rows of the line of h's home slot (the cache's home(): h x slots >> 32).
+  // The rows of the line of h's home slot.
   std::uint64_t* rows(std::uint32_t h) const noexcept {
-    const auto home = static_cast<std::uint32_t>((std::uint64_t{h} * slot_count_) >> 32);
-    return line_rows(home / slots_per_line);
+    return line_rows(detail::home_slot(h, slot_count_) / detail::line_slots);
   }
   std::uint64_t* line_rows(std::uint32_t line) const noexcept {
-    return reinterpret_cast<std::uint64_t*>(table_ + std::size_t{line} * words_per_line + slots_per_line);
+    return reinterpret_cast<std::uint64_t*>(table_ + detail::line_policy_word(line));
   }
   // The bits that choose a key's counter in each row: the splitmix64
   // finalizer of the 32-bit hash the cache passes (already mixed, low 3 bits

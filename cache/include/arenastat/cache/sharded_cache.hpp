@@ -241,7 +241,7 @@ class sharded_cache {
   const std::string& name() const noexcept { return name_; }
   std::pmr::memory_resource* resource() const noexcept { return res_; }
 
-  hashed_key hash_key(const K& key) const { return hashed_key{mix_hash(static_cast<std::uint64_t>(hash_(key)))}; }
+  hashed_key hash_key(const K& key) const { return detail::hash_of_key(hash_, key); }
 
  private:
   struct flight {
