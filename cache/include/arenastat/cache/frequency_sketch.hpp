@@ -98,6 +98,7 @@ class frequency_sketch {
       for (unsigned i = 0; i < 4; ++i) row[i] = (row[i] >> 1) & 0x7777777777777777ull;
     }
     additions_ /= 2;
+    ++halvings_;
   }
   void clear() noexcept {
     if (table_)
@@ -106,6 +107,8 @@ class frequency_sketch {
     additions_ = 0;
   }
   std::uint64_t additions() const noexcept { return additions_; }
+  // How many times halve() ran: estimates only fall when this changes.
+  std::uint64_t halvings() const noexcept { return halvings_; }
 
  private:
   // The rows of the line of h's home slot.
@@ -132,6 +135,7 @@ class frequency_sketch {
   std::uint32_t slot_count_ = 0;
   std::uint64_t additions_ = 0;
   std::uint64_t sample_size_ = 0;
+  std::uint64_t halvings_ = 0;
 };
 
 }  // namespace arenastat
