@@ -21,7 +21,15 @@ keys segment(const cache_t& c, tinylfu_segment s) {
   c.policy().for_each(s, [&](std::uint32_t i) { out.push_back(c.key_at(i)); });
   return out;
 }
-std::uint32_t freq(const cache_t& c, u64 k) { return c.policy().frequency(c.hash_key(k).h32()); }
+// A cached key's count is in its entry; any other key's in the sketch.
+std::uint32_t freq(const cache_t& c, u64 k) {
+  std::uint32_t found = detail::nil_index;
+  for (auto s : {tinylfu_segment::window, tinylfu_segment::probation, tinylfu_segment::protected_})
+    c.policy().for_each(s, [&](std::uint32_t i) {
+      if (c.key_at(i) == k) found = i;
+    });
+  return found != detail::nil_index ? c.policy().entry_frequency(found) : c.policy().frequency(c.hash_key(k).h32());
+}
 
 }  // namespace
 
@@ -128,13 +136,36 @@ TEST_CASE("tinylfu: the victim is the least frequent of the 8 at the back of pro
   CHECK(segment(c, tinylfu_segment::probation).front() == 20);
 }
 
+TEST_CASE("tinylfu: a hit counts in the entry, the sketch keeps the count of the key before it", "[cache][tinylfu]") {
+  cache_t c{"test.tlfu.entry-count", {.max_entries = 4}};
+  c.put(9, 9);  // the table (and so the sketch) exists from the first insertion
+  c.get(1);  // a miss: the sketch counts 1
+  c.put(1, 1);  // the insertion counts 2, the entry starts from the sketch
+  for (int i = 0; i < 3; ++i) c.get(1);
+  CHECK(freq(c, 1) == 5);
+  CHECK(c.policy().frequency(c.hash_key(1).h32()) == 2);  // hits wrote nothing to the table
+  CHECK(c.policy().sketch().additions() == 6);
+}
+
+TEST_CASE("tinylfu: a leaving entry hands its count back to the sketch", "[cache][tinylfu]") {
+  cache_t c{"test.tlfu.hand-back", {.max_entries = 4}};
+  c.put(1, 1);
+  for (int i = 0; i < 5; ++i) c.get(1);
+  REQUIRE(freq(c, 1) == 6);
+  REQUIRE(c.erase(1));
+  CHECK(c.policy().frequency(c.hash_key(1).h32()) == 6);
+  c.put(1, 1);  // back in: the entry starts from the sketch (6) plus this insertion
+  CHECK(freq(c, 1) == 7);
+}
+
 TEST_CASE("tinylfu: the sketch halves its counters every 20 x capacity increments", "[cache][tinylfu]") {
   cache_t c{"test.tlfu.halve", {.max_entries = 4}};  // sample size 80
   c.put(1, 1);
   for (int i = 0; i < 13; ++i) c.get(1);
   REQUIRE(freq(c, 1) == 14);
   REQUIRE(c.policy().sketch().additions() == 14);
-  // 66 more recorded increments of other keys reach 80: every counter halves.
+  // 66 more recorded increments of other keys reach 80: every counter halves,
+  // the entries' counts too.
   for (u64 k = 1000; k < 1066; ++k) c.get(k);
   CHECK(freq(c, 1) == 7);
   CHECK(c.policy().sketch().additions() == 40);

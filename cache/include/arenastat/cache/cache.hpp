@@ -133,6 +133,7 @@ struct node_store {
   static constexpr std::uint32_t index_mask = nil_index;
   node** pages = nullptr;
   const Hash* hasher = nullptr;
+  std::uint32_t allocated = 0;  // nodes handed out so far: indices below are in allocated pages
 
   node& at(std::uint32_t i) const noexcept { return pages[i >> page_shift][i & (page_entries - 1)]; }
   std::uint32_t prev(std::uint32_t i) const noexcept { return at(i).prev; }
@@ -158,8 +159,18 @@ struct node_store {
   void set_state(std::uint32_t i, std::uint32_t s) const noexcept
     requires PolicyState
   {
-    std::uint32_t& w = at(i).next;
-    w = (w & index_mask) | (s << index_bits);
+    reinterpret_cast<unsigned char*>(&at(i).next)[3] = static_cast<unsigned char>(s);  // the top byte
+  }
+  // Replaces the state s of every node ever handed out (free ones too: a
+  // node's state is set again when it is reused) by f(s), page by page.
+  template <class F>
+  void transform_states(F f) const noexcept
+    requires PolicyState
+  {
+    for (std::uint32_t i = 0; i < allocated; ++i) {
+      unsigned char& b = reinterpret_cast<unsigned char*>(&at(i).next)[3];
+      b = static_cast<unsigned char>(f(std::uint32_t{b}));
+    }
   }
   // The table hash of entry i (may throw what the user's hash throws).
   std::uint32_t hash(std::uint32_t i) const { return hash_of_key(*hasher, at(i).key).h32(); }
@@ -297,7 +308,7 @@ class basic_cache {
     if (pos == npos) return false;
     const std::uint32_t i = slot_index(slot(pos));
     table_erase_at(pos);
-    policy_.on_erase(i);
+    policy_.on_erase(i, h.h32());
     destroy_node(i);
     store_.set_next(i, free_head_);
     free_head_ = i;
@@ -357,13 +368,14 @@ class basic_cache {
 
   std::optional<V> get_hashed(const K& key, hashed_key h) {
     const std::uint32_t pos = slots_ ? find(h.h32(), key) : npos;
-    policy_.record(h.h32());
     if (pos == npos) {
+      policy_.record(h.h32());
       ++misses_;
       return std::nullopt;
     }
     ++hits_;
     const std::uint32_t i = slot_index(slot(pos));
+    policy_.record_entry(i);
     policy_.on_hit(i);
     return store_.at(i).value;
   }
@@ -375,7 +387,7 @@ class basic_cache {
       if (pos != npos) {
         const std::uint32_t i = slot_index(slot(pos));
         store_.at(i).value = std::move(value);
-        if (record) policy_.record(h32);
+        if (record) policy_.record_entry(i);
         policy_.on_hit(i);
         return true;
       }
@@ -395,7 +407,7 @@ class basic_cache {
       const auto victim = policy_.choose_victim();
       i = victim.index;
       table_erase_at(slot_of_index(i, victim.hash));
-      policy_.on_erase(i);
+      policy_.on_erase(i, victim.hash);
       destroy_node(i);
       --size_;
       ++evictions_;
@@ -405,7 +417,7 @@ class basic_cache {
     std::construct_at(std::addressof(n.key), std::move(key));
     std::construct_at(std::addressof(n.value), std::move(value));
     table_insert(h32, i);
-    policy_.on_insert(i);
+    policy_.on_insert(i, h32);
     ++size_;
     return true;
   }
@@ -543,15 +555,15 @@ class basic_cache {
       free_head_ = store_.next(i);
       return i;
     }
-    const std::uint32_t p = allocated_ >> store_type::page_shift;
-    if ((allocated_ & (page_entries - 1)) == 0) {
+    const std::uint32_t p = store_.allocated >> store_type::page_shift;
+    if ((store_.allocated & (page_entries - 1)) == 0) {
       const std::uint32_t n = page_size(p);
       void* mem = take(std::size_t{n} * entry_bytes, alignof(node));
       auto* nodes = static_cast<node*>(mem);
       for (std::uint32_t k = 0; k < n; ++k) ::new (static_cast<void*>(nodes + k)) node();
       store_.pages[p] = nodes;
     }
-    return allocated_++;
+    return store_.allocated++;
   }
 
   void destroy_node(std::uint32_t i) noexcept {
@@ -579,7 +591,7 @@ class basic_cache {
     store_.pages = nullptr;
     slots_ = nullptr;
     size_ = 0;
-    allocated_ = 0;
+    store_.allocated = 0;
     free_head_ = detail::nil_index;
   }
 
@@ -596,7 +608,6 @@ class basic_cache {
   std::uint32_t tag_shift_ = 32;
   std::uint32_t tag_mask_ = 0;
   std::uint32_t page_count_ = 0;
-  std::uint32_t allocated_ = 0;  // nodes handed out so far (fresh index)
   std::uint32_t free_head_ = detail::nil_index;
   std::size_t capacity_ = 0;
   std::size_t size_ = 0;

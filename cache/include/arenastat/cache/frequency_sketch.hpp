@@ -10,8 +10,11 @@
 // counters per entry. frequency() is the minimum of the key's 4 counters.
 // Conservative update (the default): an increment raises only the counters
 // equal to that minimum, which keeps collisions from inflating estimates.
-// Aging: after SampleFactor x capacity recorded increments every counter is
-// halved (TinyLFU's reset), so the sketch follows a changing popularity.
+// Aging: after SampleFactor x capacity counted increments (its own, and those
+// the policy counts in cached entries: count_addition) every counter is halved
+// (TinyLFU's reset), so the sketch follows a changing popularity. The policy
+// counts accesses to keys it holds in its entries (tinylfu_policy.hpp); an
+// entry leaving hands its count back with raise().
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -45,9 +48,10 @@ class frequency_sketch {
   }
 
   // Branch-free on the counters' values (which counters rise depends on
-  // the data: branching on them mispredicted often).
-  void increment(std::uint32_t h) noexcept {
-    if (!table_) return;
+  // the data: branching on them mispredicted often). Returns true when this
+  // increment completed a sample and every counter was halved.
+  bool increment(std::uint32_t h) noexcept {
+    if (!table_) return false;
     std::uint64_t* row = rows(h);
     const std::uint64_t g = spread(h);
     unsigned shift[4];
@@ -60,7 +64,7 @@ class frequency_sketch {
       const std::uint32_t m01 = c[0] < c[1] ? c[0] : c[1];
       const std::uint32_t m23 = c[2] < c[3] ? c[2] : c[3];
       const std::uint32_t floor = m01 < m23 ? m01 : m23;
-      if (floor >= max_count) return;
+      if (floor >= max_count) return false;
       for (unsigned i = 0; i < 4; ++i) row[i] += static_cast<std::uint64_t>(c[i] == floor) << shift[i];
     } else {
       bool added = false;
@@ -69,15 +73,33 @@ class frequency_sketch {
         row[i] += static_cast<std::uint64_t>(up) << shift[i];
         added |= up;
       }
-      if (!added) return;
+      if (!added) return false;
     }
-    if (++additions_ >= sample_size_) [[unlikely]] halve();
+    return count_addition();
   }
 
-  // Starts loading h's line (used where several lines are read in a row).
-  void prefetch(std::uint32_t h) const noexcept {
-    if (table_) __builtin_prefetch(rows(h));
+  // An increment counted elsewhere (an entry's own counter, kept by the
+  // policy) that counts toward the sample; true when it completed one and
+  // every counter was halved (the policy then halves its own).
+  bool count_addition() noexcept {
+    if (++additions_ < sample_size_) [[likely]] return false;
+    halve();
+    return true;
   }
+
+  // Raises each of h's counters to at least f (f <= max_count): an entry
+  // leaving the cache hands back the count it kept while cached.
+  void raise(std::uint32_t h, std::uint32_t f) noexcept {
+    if (!table_) return;
+    std::uint64_t* row = rows(h);
+    const std::uint64_t g = spread(h);
+    for (unsigned i = 0; i < 4; ++i) {
+      const unsigned shift = nibble(g, i) * 4;
+      const auto c = static_cast<std::uint32_t>((row[i] >> shift) & 15);
+      row[i] += static_cast<std::uint64_t>(c < f ? f - c : 0) << shift;
+    }
+  }
+
 
   std::uint32_t frequency(std::uint32_t h) const noexcept {
     if (!table_) return 0;

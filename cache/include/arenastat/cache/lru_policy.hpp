@@ -10,10 +10,15 @@
 //   void detach_table() noexcept                the cache's table (lines of 8 slots and
 //                                               32 bytes for the policy when the selector
 //                                               says counters_in_table), before it is freed
-//   void record(std::uint32_t h) noexcept       an access to a key (hit or miss)
+//   void record(std::uint32_t h) noexcept       an access to a key not in the cache
+//                                               (a miss, or a put inserting it)
+//   void record_entry(std::uint32_t i) noexcept an access to entry i (a hit, or a put
+//                                               replacing its value); on_hit follows
 //   void on_hit(std::uint32_t i) noexcept
-//   void on_insert(std::uint32_t i) noexcept    a new entry (the cache has room)
-//   void on_erase(std::uint32_t i) noexcept
+//   void on_insert(std::uint32_t i, std::uint32_t h) noexcept
+//                                               a new entry, h its hash (record(h) came first)
+//   void on_erase(std::uint32_t i, std::uint32_t h) noexcept
+//                                               entry i (hash h) leaves: erased or evicted
 //   detail::victim choose_victim()              the cache is full: entry to evict and
 //                                               its hash; if hash(i) throws, nothing changed
 //   void clear() noexcept
@@ -36,9 +41,10 @@ class lru_policy {
   void detach_table() noexcept {}
 
   void record(std::uint32_t) noexcept {}
+  void record_entry(std::uint32_t) noexcept {}
   void on_hit(std::uint32_t i) noexcept { detail::list_move_to_front(*links_, list_, i); }
-  void on_insert(std::uint32_t i) noexcept { detail::list_push_front(*links_, list_, i); }
-  void on_erase(std::uint32_t i) noexcept { detail::list_unlink(*links_, list_, i); }
+  void on_insert(std::uint32_t i, std::uint32_t) noexcept { detail::list_push_front(*links_, list_, i); }
+  void on_erase(std::uint32_t i, std::uint32_t) noexcept { detail::list_unlink(*links_, list_, i); }
   detail::victim choose_victim() { return {list_.tail, links_->hash(list_.tail)}; }
   void clear() noexcept { list_ = {}; }
 
