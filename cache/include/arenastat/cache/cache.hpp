@@ -172,6 +172,9 @@ struct node_store {
       b = static_cast<unsigned char>(f(std::uint32_t{b}));
     }
   }
+  // Starts loading entry i's node.
+  void prefetch(std::uint32_t i) const noexcept { __builtin_prefetch(&at(i)); }
+  static constexpr bool nothrow_hash = std::is_nothrow_invocable_v<const Hash&, const K&>;
   // The table hash of entry i (may throw what the user's hash throws).
   std::uint32_t hash(std::uint32_t i) const { return hash_of_key(*hasher, at(i).key).h32(); }
 };
@@ -369,6 +372,7 @@ class basic_cache {
   std::optional<V> get_hashed(const K& key, hashed_key h) {
     const std::uint32_t pos = slots_ ? find(h.h32(), key) : npos;
     if (pos == npos) {
+      policy_.on_miss();
       policy_.record(h.h32());
       ++misses_;
       return std::nullopt;

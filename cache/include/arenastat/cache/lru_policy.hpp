@@ -15,6 +15,9 @@
 //   void record_entry(std::uint32_t i) noexcept an access to entry i (a hit, or a put
 //                                               replacing its value); on_hit follows
 //   void on_hit(std::uint32_t i) noexcept
+//   void on_miss() noexcept                     a lookup missed (an insertion may follow):
+//                                               a hint, it may start loading what
+//                                               choose_victim() will read
 //   void on_insert(std::uint32_t i, std::uint32_t h) noexcept
 //                                               a new entry, h its hash (record(h) came first)
 //   void on_erase(std::uint32_t i, std::uint32_t h) noexcept
@@ -42,6 +45,7 @@ class lru_policy {
 
   void record(std::uint32_t) noexcept {}
   void record_entry(std::uint32_t) noexcept {}
+  void on_miss() noexcept {}
   void on_hit(std::uint32_t i) noexcept { detail::list_move_to_front(*links_, list_, i); }
   void on_insert(std::uint32_t i, std::uint32_t) noexcept { detail::list_push_front(*links_, list_, i); }
   void on_erase(std::uint32_t i, std::uint32_t) noexcept { detail::list_unlink(*links_, list_, i); }

@@ -115,6 +115,17 @@ class tinylfu_policy {
       detail::list_unlink(*links_, window_, c);
       enter_probation(c);
     }
+    // The back of the window is the next duel's candidate: start loading its
+    // node now (about six operations ahead at 1M entries).
+    if (window_.tail != detail::nil_index) links_->prefetch(window_.tail);
+  }
+
+  // An insertion (and a duel) may follow: start loading the candidate's table
+  // line, where its slot is (its node was prefetched when it became the
+  // back). A hint only: skipped when the hash may throw.
+  void on_miss() noexcept {
+    if constexpr (Links::nothrow_hash)
+      if (window_.size >= window_max_ && window_.tail != detail::nil_index) sketch_.prefetch(hash_of(window_.tail));
   }
 
   // The leaving entry hands its count back to the sketch.
