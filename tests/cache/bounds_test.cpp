@@ -16,17 +16,18 @@ TEST_CASE("layout: node and entry sizes for 8-byte keys and values", "[cache][la
   using C = tinylfu_cache<u64, u64>;
   CHECK(C::node_bytes == 24);   // key 8 + value 8 + prev 4 + next 4 (policy state in next's top byte)
   CHECK(C::entry_bytes == 24);  // nothing else per entry: no stored hash
-  CHECK(C::slot_count_for(1'000'000) == 1'333'336);                   // rounded up to lines of 8
-  CHECK(lru_cache<u64, u64>::slot_count_for(1'000'000) == 1'333'334);  // plain slots
+  CHECK(C::slot_count_for(1'000'000) == 1'333'334);  // load 3/4
+  CHECK(C::policy_bytes_for(1'333'334) == 166'667u * 32);  // the sketch: 32 bytes per 8 slots
+  CHECK(lru_cache<u64, u64>::policy_bytes_for(1'333'334) == 0);
 }
 
 TEST_CASE("layout: footprint of a full 1M-entry cache, derived", "[cache][layout]") {
   // lru: slots 1,333,334 x 4 = 5,333,336; page directory 245 x 8 = 1,960;
   // entries 1,000,000 x 24 = 24,000,000.
-  // tinylfu: 1,333,336 slots in 166,667 lines of 64 bytes (8 slots + 64
-  // counters) = 10,666,688; the same directory and entries.
+  // tinylfu: the same, plus the sketch: ceil(1,333,334 / 8) = 166,667
+  // blocks of 32 bytes (64 counters) = 5,333,344.
   CHECK(lru_cache<u64, u64>::footprint_bytes(1'000'000) == 5'333'336u + 1'960u + 24'000'000u);
-  CHECK(tinylfu_cache<u64, u64>::footprint_bytes(1'000'000) == 10'666'688u + 1'960u + 24'000'000u);
+  CHECK(tinylfu_cache<u64, u64>::footprint_bytes(1'000'000) == 5'333'336u + 5'333'344u + 1'960u + 24'000'000u);
 }
 
 TEMPLATE_TEST_CASE("bytes per entry at full capacity: tracked, exact and <= 40", "[cache][layout]", lru, tinylfu) {
@@ -40,7 +41,7 @@ TEMPLATE_TEST_CASE("bytes per entry at full capacity: tracked, exact and <= 40",
     CHECK(s.own_bytes == C::footprint_bytes(1'000'000));
     CHECK(s.live_bytes == static_cast<std::int64_t>(s.own_bytes));
     CHECK(s.peak_bytes == s.own_bytes);
-    const double expected = std::string_view(TestType::name) == "lru" ? 29.335296 : 34.668648;
+    const double expected = std::string_view(TestType::name) == "lru" ? 29.335296 : 34.66864;
     CHECK(s.bytes_per_entry == Approx(expected).epsilon(1e-9));
     CHECK(s.bytes_per_entry <= 40.0);
   }

@@ -21,13 +21,12 @@
 //     Hood linear probing with backward-shift deletion; a slot packs the
 //     probe distance (8 bits), entry index + 1 and a tag of the hash (the
 //     bits left over), so lookups never call the hash function on stored
-//     keys. For a policy with counters_in_table (tinylfu) the table is made
-//     of 64-byte lines of 8 slots followed by 32 bytes of the policy's
-//     counters (the slot count rounded up to a multiple of 8), so the
-//     frequency of a key sits in the line its lookup loads.
+//     keys;
+//   the policy's memory (tinylfu: its frequency sketch, 32 bytes per 8
+//     slots), allocated with the table.
 // No entry stores its hash: eviction recomputes it from the stored key (the
-// victim's table slot and, for tinylfu, the frequencies of the candidate and
-// of the victim sample), a few calls of the hash per eviction.
+// victim's table slot, and for tinylfu the sketch counters the victim hands
+// its count back to): one or two calls of the hash per eviction.
 // Capacity: by entries, by bytes, or both. A byte bound is turned into the
 // largest entry capacity whose full footprint (footprint_bytes()) fits in it,
 // so the tracked live bytes never exceed the bound, at any moment: the table
@@ -60,7 +59,7 @@
 #include <utility>
 
 #include "arenastat/cache/detail/index_list.hpp"
-#include "arenastat/cache/detail/table_line.hpp"
+#include "arenastat/cache/detail/home_slot.hpp"
 #include "arenastat/cache/hash.hpp"
 #include "arenastat/cache/lru_policy.hpp"
 #include "arenastat/cache/tinylfu_policy.hpp"
@@ -204,23 +203,24 @@ class basic_cache {
   static constexpr std::size_t node_bytes = sizeof(node);
   static constexpr std::size_t entry_bytes = sizeof(node);  // everything an entry holds
 
-  // Lines of 8 slots and 8 words of policy counters (tinylfu), or plain slots.
-  static constexpr bool lined_table = Policy::counters_in_table;
-  static constexpr std::size_t table_align = lined_table ? 64 : alignof(std::uint32_t);
+  static constexpr std::size_t table_align = alignof(std::uint32_t);
 
   // Table slots for a capacity (load factor at most 3/4).
-  static constexpr std::size_t slot_count_for(std::size_t capacity) noexcept {
-    const std::size_t n = capacity + capacity / 3 + 1;
-    return lined_table ? (n + detail::line_slots - 1) / detail::line_slots * detail::line_slots : n;
-  }
-  // Bytes of the table for a slot count (counters included).
+  static constexpr std::size_t slot_count_for(std::size_t capacity) noexcept { return capacity + capacity / 3 + 1; }
+  // Bytes of the table for a slot count.
   static constexpr std::uint64_t table_bytes_for(std::size_t slots) noexcept {
-    return std::uint64_t{slots} * sizeof(std::uint32_t) * (lined_table ? detail::line_words / detail::line_slots : 1);
+    return std::uint64_t{slots} * sizeof(std::uint32_t);
+  }
+  // Bytes of the policy's memory (tinylfu's sketch) for a slot count.
+  static constexpr std::uint64_t policy_bytes_for(std::size_t slots) noexcept {
+    return policy_type::memory_bytes(static_cast<std::uint32_t>(slots));
   }
   // Every byte the cache holds when `capacity` entries are stored.
   static constexpr std::uint64_t footprint_bytes(std::size_t capacity) noexcept {
     const std::size_t pages = (capacity + page_entries - 1) / page_entries;
-    return table_bytes_for(slot_count_for(capacity)) + pages * sizeof(node*) + std::uint64_t{capacity} * entry_bytes;
+    const std::size_t slots = slot_count_for(capacity);
+    return table_bytes_for(slots) + policy_bytes_for(slots) + pages * sizeof(node*) +
+           std::uint64_t{capacity} * entry_bytes;
   }
   // The largest capacity whose footprint fits in `bytes` (0 when none does).
   static std::size_t capacity_for_bytes(std::uint64_t bytes) noexcept {
@@ -372,7 +372,7 @@ class basic_cache {
   std::optional<V> get_hashed(const K& key, hashed_key h) {
     const std::uint32_t pos = slots_ ? find(h.h32(), key) : npos;
     if (pos == npos) {
-      policy_.on_miss();
+      prefetch_likely_victim();
       policy_.record(h.h32());
       ++misses_;
       return std::nullopt;
@@ -434,10 +434,7 @@ class basic_cache {
   // ---- slots ------------------------------------------------------------------
   // Slot `pos` of the table: in a lined table, line pos/8 holds slots
   // 8*(pos/8) .. +7 in its first half.
-  std::uint32_t& slot(std::uint32_t pos) const noexcept {
-    if constexpr (lined_table) return slots_[detail::lined_slot_word(pos)];
-    else return slots_[pos];
-  }
+  std::uint32_t& slot(std::uint32_t pos) const noexcept { return slots_[pos]; }
   static std::uint32_t dist(std::uint32_t s) noexcept { return s & 0xFFu; }
   std::uint32_t slot_index(std::uint32_t s) const noexcept { return ((s >> 8) & idx_mask_) - 1; }
   std::uint32_t slot_tag(std::uint32_t s) const noexcept {
@@ -533,16 +530,21 @@ class basic_cache {
     return static_cast<std::uint32_t>(capacity_ - first < page_entries ? capacity_ - first : page_entries);
   }
 
-  // The table, the page directory and the policy metadata, once, sized for
+  // The table, the page directory and the policy's memory, once, sized for
   // the capacity. All or nothing.
   void ensure_tables() {
     if (slots_) return;
     const std::size_t table_bytes = table_bytes_for(slot_count_);
+    const std::size_t pages_bytes = page_count_ * sizeof(node*);
+    const std::size_t policy_bytes = policy_bytes_for(slot_count_);
     auto* table = static_cast<std::uint32_t*>(take(table_bytes, table_align));
-    node** pages;
+    node** pages = nullptr;
+    void* policy_memory = nullptr;
     try {
-      pages = static_cast<node**>(take(page_count_ * sizeof(node*), alignof(node*)));
+      pages = static_cast<node**>(take(pages_bytes, alignof(node*)));
+      if (policy_bytes != 0) policy_memory = take(policy_bytes, policy_type::memory_align);
     } catch (...) {
+      if (pages) give(pages, pages_bytes, alignof(node*));
       give(table, table_bytes, table_align);
       throw;
     }
@@ -550,7 +552,21 @@ class basic_cache {
     for (std::uint32_t p = 0; p < page_count_; ++p) pages[p] = nullptr;
     slots_ = table;
     store_.pages = pages;
-    policy_.attach_table(table, slot_count_);
+    policy_memory_ = policy_memory;
+    if (policy_memory) policy_.attach_memory(policy_memory, slot_count_);
+  }
+
+  // A miss may be followed by an insertion that evicts: start loading the
+  // table line of the policy's likely victim (and its policy memory), so the
+  // eviction finds them in cache. Only when the hash cannot throw (a hint).
+  void prefetch_likely_victim() const noexcept {
+    if constexpr (store_type::nothrow_hash) {
+      const std::uint32_t v = policy_.likely_victim();
+      if (v == detail::nil_index) return;
+      const std::uint32_t vh = store_.hash(v);
+      __builtin_prefetch(&slot(home(vh)));
+      policy_.prefetch(vh);
+    }
   }
 
   std::uint32_t acquire_node() {
@@ -589,7 +605,11 @@ class basic_cache {
       give(store_.pages[p], std::size_t{n} * entry_bytes, alignof(node));
     }
     give(store_.pages, page_count_ * sizeof(node*), alignof(node*));
-    policy_.detach_table();
+    if (policy_memory_) {
+      policy_.detach_memory();
+      give(policy_memory_, policy_bytes_for(slot_count_), policy_type::memory_align);
+      policy_memory_ = nullptr;
+    }
     give(slots_, table_bytes_for(slot_count_), table_align);
     policy_.clear();
     store_.pages = nullptr;
@@ -607,6 +627,7 @@ class basic_cache {
   store_type store_;
   policy_type policy_;
   std::uint32_t* slots_ = nullptr;
+  void* policy_memory_ = nullptr;
   std::uint32_t slot_count_ = 0;
   std::uint32_t idx_mask_ = 0;
   std::uint32_t tag_shift_ = 32;

@@ -1,13 +1,12 @@
 // frequency_sketch: a count-min sketch of 4-bit counters for TinyLFU
-// admission, kept inside the cache's hash table.
+// admission, in memory the cache allocates beside its table.
 //
-// Layout: the table is made of 64-byte lines, each holding 8 slots (32 bytes)
-// followed by 64 counters in four 64-bit rows of 16 (32 bytes). A key's
-// counters are one per row in the line of its home slot, so recording an
-// access touches the line the lookup loads anyway (a separate sketch array
-// cost about one more memory access per operation: docs/cache.md). At the
-// table's load factor (at most 3/4) a line serves about 6 entries: 10.7
-// counters per entry. frequency() is the minimum of the key's 4 counters.
+// Layout: one 32-byte block of four 64-bit rows of 16 counters per 8 home
+// slots of the table; a key's counters are one per row in the block of its
+// home slot. At the table's load factor (at most 3/4) a block serves about 6
+// entries: 10.7 counters per entry. frequency() is the minimum of the key's 4
+// counters. The policy touches the sketch only for keys the cache does not
+// hold (a miss, an insertion, an entry leaving), so a hit never loads it.
 // Conservative update (the default): an increment raises only the counters
 // equal to that minimum, which keeps collisions from inflating estimates.
 // Aging: after SampleFactor x capacity counted increments (its own, and those
@@ -20,7 +19,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "arenastat/cache/detail/table_line.hpp"
+#include "arenastat/cache/detail/home_slot.hpp"
 
 namespace arenastat {
 
@@ -30,16 +29,26 @@ class frequency_sketch {
 
  public:
   static constexpr std::uint32_t max_count = 15;
+  // One block of 4 rows of 16 counters (32 bytes) per block_slots home slots
+  // of the table, so 10.7 counters per entry at the table's load of 3/4.
+  static constexpr std::uint32_t block_slots = 8;
+  static constexpr std::size_t block_bytes = 4 * sizeof(std::uint64_t);
+  static constexpr std::size_t align = 64;  // two blocks per cache line
+
+  // The bytes of the counters for a table of slot_count slots.
+  static constexpr std::size_t bytes_for(std::uint32_t slot_count) noexcept {
+    return blocks_for(slot_count) * block_bytes;
+  }
 
   void configure(std::size_t capacity) noexcept {
     sample_size_ = SampleFactor * static_cast<std::uint64_t>(capacity);
   }
-  // The lined table whose lines hold the counters (detail/table_line.hpp;
-  // slot_count a multiple of line_slots, its counters zero); detach() before
-  // it is freed.
-  void attach(std::uint32_t* table, std::uint32_t slot_count) noexcept {
-    table_ = table;
+  // The counters: bytes_for(slot_count) bytes at `memory` (aligned to
+  // `align`), zeroed here; detach() before they are freed.
+  void attach(void* memory, std::uint32_t slot_count) noexcept {
+    table_ = static_cast<std::uint64_t*>(memory);
     slot_count_ = slot_count;
+    std::memset(memory, 0, bytes_for(slot_count));
     additions_ = 0;
   }
   void detach() noexcept {
@@ -120,17 +129,13 @@ class frequency_sketch {
 
   // Halves every counter (the TinyLFU reset).
   [[gnu::noinline]] void halve() noexcept {
-    for (std::uint32_t line = 0; line < slot_count_ / detail::line_slots; ++line) {
-      std::uint64_t* row = line_rows(line);
-      for (unsigned i = 0; i < 4; ++i) row[i] = (row[i] >> 1) & 0x7777777777777777ull;
-    }
+    const std::size_t words = bytes_for(slot_count_) / sizeof(std::uint64_t);
+    for (std::size_t w = 0; w < words; ++w) table_[w] = (table_[w] >> 1) & 0x7777777777777777ull;
     additions_ /= 2;
     ++halvings_;
   }
   void clear() noexcept {
-    if (table_)
-      for (std::uint32_t line = 0; line < slot_count_ / detail::line_slots; ++line)
-        std::memset(line_rows(line), 0, 4 * sizeof(std::uint64_t));
+    if (table_) std::memset(table_, 0, bytes_for(slot_count_));
     additions_ = 0;
   }
   std::uint64_t additions() const noexcept { return additions_; }
@@ -138,16 +143,16 @@ class frequency_sketch {
   std::uint64_t halvings() const noexcept { return halvings_; }
 
  private:
-  // The rows of the line of h's home slot.
-  std::uint64_t* rows(std::uint32_t h) const noexcept {
-    return line_rows(detail::home_slot(h, slot_count_) / detail::line_slots);
+  static constexpr std::size_t blocks_for(std::uint32_t slot_count) noexcept {
+    return (std::size_t{slot_count} + block_slots - 1) / block_slots;
   }
-  std::uint64_t* line_rows(std::uint32_t line) const noexcept {
-    return reinterpret_cast<std::uint64_t*>(table_ + detail::line_policy_word(line));
+  // The rows of the block of h's home slot.
+  std::uint64_t* rows(std::uint32_t h) const noexcept {
+    return table_ + std::size_t{detail::home_slot(h, slot_count_) / block_slots} * 4;
   }
   // The bits that choose a key's counter in each row: the splitmix64
   // finalizer of the 32-bit hash the cache passes (already mixed, low 3 bits
-  // zero), so they are independent of the bits that chose the line.
+  // zero), so they are independent of the bits that chose the block.
   static std::uint64_t spread(std::uint32_t h) noexcept {
     std::uint64_t z = h + 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -158,7 +163,7 @@ class frequency_sketch {
     return static_cast<unsigned>((g >> (8 * i)) & 15);
   }
 
-  std::uint32_t* table_ = nullptr;
+  std::uint64_t* table_ = nullptr;  // the counters
   std::uint32_t slot_count_ = 0;
   std::uint64_t additions_ = 0;
   std::uint64_t sample_size_ = 0;

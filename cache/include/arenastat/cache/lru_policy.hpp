@@ -6,18 +6,23 @@
 // of policy state per entry, for a policy whose selector says keeps_state) and hash(i) (the entry's table hash, recomputed
 // from its key; may throw) for entry index i:
 //   void configure(std::size_t capacity) noexcept
-//   void attach_table(std::uint32_t* table, std::uint32_t slot_count) noexcept
-//   void detach_table() noexcept                the cache's table (lines of 8 slots and
-//                                               32 bytes for the policy when the selector
-//                                               says counters_in_table), before it is freed
+//   static constexpr std::size_t memory_bytes(std::uint32_t slot_count)
+//   static constexpr std::size_t memory_align   memory the policy needs for a table of
+//                                               slot_count slots (0: none), allocated by
+//                                               the cache with its table (and accounted)
+//   void attach_memory(void* p, std::uint32_t slot_count) noexcept
+//   void detach_memory() noexcept               before that memory is freed
 //   void record(std::uint32_t h) noexcept       an access to a key not in the cache
 //                                               (a miss, or a put inserting it)
 //   void record_entry(std::uint32_t i) noexcept an access to entry i (a hit, or a put
 //                                               replacing its value); on_hit follows
 //   void on_hit(std::uint32_t i) noexcept
-//   void on_miss() noexcept                     a lookup missed (an insertion may follow):
-//                                               a hint, it may start loading what
-//                                               choose_victim() will read
+//   std::uint32_t likely_victim() const noexcept
+//                                               a hint: the entry the next eviction will
+//                                               most likely remove (nil_index: no guess);
+//                                               on a miss the cache starts loading its slot
+//   void prefetch(std::uint32_t h) const noexcept
+//                                               a hint: start loading the policy's memory for h
 //   void on_insert(std::uint32_t i, std::uint32_t h) noexcept
 //                                               a new entry, h its hash (record(h) came first)
 //   void on_erase(std::uint32_t i, std::uint32_t h) noexcept
@@ -40,12 +45,15 @@ class lru_policy {
   explicit lru_policy(Links& links) noexcept : links_(&links) {}
 
   void configure(std::size_t) noexcept {}
-  void attach_table(std::uint32_t*, std::uint32_t) noexcept {}
-  void detach_table() noexcept {}
+  static constexpr std::size_t memory_bytes(std::uint32_t) noexcept { return 0; }
+  static constexpr std::size_t memory_align = 1;
+  void attach_memory(void*, std::uint32_t) noexcept {}
+  void detach_memory() noexcept {}
 
   void record(std::uint32_t) noexcept {}
   void record_entry(std::uint32_t) noexcept {}
-  void on_miss() noexcept {}
+  std::uint32_t likely_victim() const noexcept { return detail::nil_index; }  // no guess: the back's node is cold
+  void prefetch(std::uint32_t) const noexcept {}
   void on_hit(std::uint32_t i) noexcept { detail::list_move_to_front(*links_, list_, i); }
   void on_insert(std::uint32_t i, std::uint32_t) noexcept { detail::list_push_front(*links_, list_, i); }
   void on_erase(std::uint32_t i, std::uint32_t) noexcept { detail::list_unlink(*links_, list_, i); }
@@ -65,8 +73,7 @@ class lru_policy {
 
 // Policy selector for basic_cache.
 struct lru {
-  static constexpr bool keeps_state = false;        // no per-entry state (Links::state unused)
-  static constexpr bool counters_in_table = false;  // plain table of slots
+  static constexpr bool keeps_state = false;  // no per-entry state (Links::state unused)
   template <class Links>
   using policy = lru_policy<Links>;
   static constexpr std::string_view name = "lru";

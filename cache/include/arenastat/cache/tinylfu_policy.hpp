@@ -71,13 +71,17 @@ class tinylfu_policy {
     protected_max_ = main * 80 / 100;
     sketch_.configure(capacity);
   }
-  // The cache's table, whose lines hold the sketch's counters.
-  void attach_table(std::uint32_t* table, std::uint32_t slot_count) noexcept { sketch_.attach(table, slot_count); }
-  void detach_table() noexcept { sketch_.detach(); }
+  // The sketch's counters, allocated by the cache with its table.
+  static constexpr std::size_t memory_bytes(std::uint32_t slot_count) noexcept {
+    return frequency_sketch<SampleFactor, Conservative>::bytes_for(slot_count);
+  }
+  static constexpr std::size_t memory_align = frequency_sketch<SampleFactor, Conservative>::align;
+  void attach_memory(void* memory, std::uint32_t slot_count) noexcept { sketch_.attach(memory, slot_count); }
+  void detach_memory() noexcept { sketch_.detach(); }
 
-  // Accesses: a key not in the cache is counted in the sketch (the table
-  // line its lookup loaded); a cached entry in its own counter (the node its
-  // lookup loaded), so a hit writes nothing to the table.
+  // Accesses: a key not in the cache is counted in the sketch; a cached
+  // entry in its own counter (in the node its lookup loaded), so a hit
+  // touches nothing but the table slot and the node.
   void record(std::uint32_t h) noexcept {
     if (sketch_.increment(h)) [[unlikely]] halve_entries();
   }
@@ -120,13 +124,14 @@ class tinylfu_policy {
     if (window_.tail != detail::nil_index) links_->prefetch(window_.tail);
   }
 
-  // An insertion (and a duel) may follow: start loading the candidate's table
-  // line, where its slot is (its node was prefetched when it became the
-  // back). A hint only: skipped when the hash may throw.
-  void on_miss() noexcept {
-    if constexpr (Links::nothrow_hash)
-      if (window_.size >= window_max_ && window_.tail != detail::nil_index) sketch_.prefetch(hash_of(window_.tail));
+  // The entry the next eviction most likely removes: the candidate (most
+  // lose their duel), once the window is full; its node was prefetched when it
+  // became the window's back.
+  std::uint32_t likely_victim() const noexcept {
+    return window_.size >= window_max_ ? window_.tail : detail::nil_index;
   }
+  // Starts loading what the policy keeps for hash h (its sketch counters).
+  void prefetch(std::uint32_t h) const noexcept { sketch_.prefetch(h); }
 
   // The leaving entry hands its count back to the sketch.
   void on_erase(std::uint32_t i, std::uint32_t h) noexcept {
@@ -292,8 +297,7 @@ class tinylfu_policy {
 template <unsigned WindowPercent = 1, unsigned SampleFactor = 20, bool Conservative = true, unsigned VictimSample = 8,
           bool SampleFloor = true>
 struct basic_tinylfu {
-  static constexpr bool keeps_state = true;        // segment and reference bit per entry
-  static constexpr bool counters_in_table = true;  // the sketch lives in the table's lines
+  static constexpr bool keeps_state = true;  // segment, reference bit and count per entry
   template <class Links>
   using policy = tinylfu_policy<Links, WindowPercent, SampleFactor, Conservative, VictimSample, SampleFloor>;
   static constexpr std::string_view name = "tinylfu";
