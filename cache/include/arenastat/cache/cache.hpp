@@ -39,9 +39,10 @@
 // the loader throws. K and V must be nothrow move constructible and
 // destructible, V nothrow move assignable. Not thread-safe: see sharded_cache.
 //
-// A Robin Hood probe distance above 255 slots is not representable: an insert
-// that would need one is refused (put returns false, rejected counts it). With
-// a working hash this needs a cluster far beyond what load 3/4 produces.
+// A Robin Hood probe distance above 63 slots (6 bits) is not representable:
+// an insert that would need one is refused (put returns false, rejected
+// counts it). With a working hash this needs a cluster far beyond what load
+// 3/4 produces (none in 48M puts filling 16M entries).
 #pragma once
 #include <bit>
 #include <cstddef>
@@ -198,7 +199,10 @@ class basic_cache {
   using hashed_key = detail::hashed_key;
 
   static constexpr std::size_t max_capacity = detail::nil_index;  // indices are 24-bit
-  static constexpr std::uint32_t max_probe_distance = 255;
+  // A slot's low dist_bits hold the probe distance; the rest the entry index
+  // + 1 and a tag of the hash (more tag bits: fewer nodes loaded for nothing).
+  static constexpr std::uint32_t dist_bits = 6;
+  static constexpr std::uint32_t max_probe_distance = (1u << dist_bits) - 1;
   static constexpr std::uint32_t page_entries = store_type::page_entries;
   static constexpr std::size_t node_bytes = sizeof(node);
   static constexpr std::size_t entry_bytes = sizeof(node);  // everything an entry holds
@@ -262,7 +266,7 @@ class basic_cache {
     slot_count_ = static_cast<std::uint32_t>(slot_count_for(cap));
     const int idx_bits = std::bit_width(static_cast<std::uint32_t>(cap));
     idx_mask_ = (std::uint32_t{1} << idx_bits) - 1;
-    tag_shift_ = 8 + idx_bits;
+    tag_shift_ = dist_bits + idx_bits;
     tag_mask_ = tag_shift_ >= 32 ? 0 : (std::uint32_t{1} << (32 - tag_shift_)) - 1;
     page_count_ = static_cast<std::uint32_t>((cap + page_entries - 1) / page_entries);
     policy_.configure(cap);
@@ -435,15 +439,15 @@ class basic_cache {
   // Slot `pos` of the table: in a lined table, line pos/8 holds slots
   // 8*(pos/8) .. +7 in its first half.
   std::uint32_t& slot(std::uint32_t pos) const noexcept { return slots_[pos]; }
-  static std::uint32_t dist(std::uint32_t s) noexcept { return s & 0xFFu; }
-  std::uint32_t slot_index(std::uint32_t s) const noexcept { return ((s >> 8) & idx_mask_) - 1; }
+  static std::uint32_t dist(std::uint32_t s) noexcept { return s & max_probe_distance; }
+  std::uint32_t slot_index(std::uint32_t s) const noexcept { return ((s >> dist_bits) & idx_mask_) - 1; }
   std::uint32_t slot_tag(std::uint32_t s) const noexcept {
     return static_cast<std::uint32_t>(static_cast<std::uint64_t>(s) >> tag_shift_);
   }
   std::uint32_t tag_of(std::uint32_t h32) const noexcept { return (h32 >> 3) & tag_mask_; }
   std::uint32_t home(std::uint32_t h32) const noexcept { return detail::home_slot(h32, slot_count_); }
   std::uint32_t make_slot(std::uint32_t d, std::uint32_t i, std::uint32_t h32) const noexcept {
-    return d | ((i + 1) << 8) | static_cast<std::uint32_t>(static_cast<std::uint64_t>(tag_of(h32)) << tag_shift_);
+    return d | ((i + 1) << dist_bits) | static_cast<std::uint32_t>(static_cast<std::uint64_t>(tag_of(h32)) << tag_shift_);
   }
   std::uint32_t advance(std::uint32_t pos) const noexcept { return pos + 1 == slot_count_ ? 0 : pos + 1; }
 
@@ -510,7 +514,7 @@ class basic_cache {
   // The slot of entry i, whose table hash is h32.
   std::uint32_t slot_of_index(std::uint32_t i, std::uint32_t h32) const noexcept {
     std::uint32_t pos = home(h32);
-    while (((slot(pos) >> 8) & idx_mask_) != i + 1) pos = advance(pos);
+    while (((slot(pos) >> dist_bits) & idx_mask_) != i + 1) pos = advance(pos);
     return pos;
   }
 
