@@ -92,11 +92,16 @@ void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
   return p;
 }
 void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return ::operator new(n, t); }
+// GCC 12 at -O3 sees this free() of memory from the replaced operator new
+// above as a mismatch (-Wmismatched-new-delete); both sides are malloc/free.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void operator delete(void* p) noexcept {
   if (!p) return;
   counting::on_free(malloc_usable_size(p));
   std::free(p);
 }
+#pragma GCC diagnostic pop
 void operator delete[](void* p) noexcept { ::operator delete(p); }
 void operator delete(void* p, std::size_t) noexcept { ::operator delete(p); }
 void operator delete[](void* p, std::size_t) noexcept { ::operator delete(p); }
