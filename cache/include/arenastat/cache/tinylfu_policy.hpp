@@ -156,8 +156,9 @@ class tinylfu_policy {
     // The sample's least frequency, remembered from an earlier duel, is a
     // floor of the present one (see floor_): a candidate not above it loses.
     if (SampleFloor && static_cast<std::int32_t>(candidate_freq) <= floor_ && floor_halvings_ == sketch_.halvings()) {
+      const std::uint32_t candidate_hash = hash_of(candidate);  // may throw: nothing changed yet
       ++floor_decisions_;
-      return {candidate, hash_of(candidate)};
+      return {candidate, candidate_hash};
     }
     std::uint32_t victim_freq = 0;
     const std::uint32_t v = sample_victim(victim_freq);
