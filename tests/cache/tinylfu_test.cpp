@@ -206,5 +206,19 @@ TEST_CASE("tinylfu: the remembered sample floor changes no decision", "[cache][t
   }
   CHECK(with.policy().sketch().halvings() > 10);
   CHECK(with.policy().floor_decisions() > 10'000);  // the floor did decide
-  CHECK(without.policy().floor_decisions() == 0);
+}
+
+TEST_CASE("tinylfu: a halving halves the counts of entries on every page", "[cache][tinylfu]") {
+  cache_t c{"test.tlfu.halve-pages", {.max_entries = 10'000}};  // 3 pages of entries, sample size 200,000
+  for (u64 k = 0; k < 10'000; ++k) c.put(k, k);
+  for (int i = 0; i < 9; ++i) c.get(9'999);  // on the third page
+  for (int i = 0; i < 5; ++i) c.get(4'100);  // on the second
+  REQUIRE(freq(c, 9'999) == 10);
+  REQUIRE(freq(c, 4'100) == 6);
+  REQUIRE(c.policy().sketch().halvings() == 0);
+  for (u64 k = 1'000'000; c.policy().sketch().halvings() == 0 && k < 2'000'000; ++k) c.get(k);  // misses
+  REQUIRE(c.policy().sketch().halvings() == 1);
+  CHECK(freq(c, 9'999) == 5);
+  CHECK(freq(c, 4'100) == 3);
+  CHECK(c.size() == 10'000);
 }

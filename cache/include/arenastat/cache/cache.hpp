@@ -19,7 +19,7 @@
 //   the table: uint32 slots, capacity + capacity/3 + 1 of them, allocated at
 //     the first insertion for the full capacity (it never rehashes), Robin
 //     Hood linear probing with backward-shift deletion; a slot packs the
-//     probe distance (8 bits), entry index + 1 and a tag of the hash (the
+//     probe distance (6 bits), entry index + 1 and a tag of the hash (the
 //     bits left over), so lookups never call the hash function on stored
 //     keys;
 //   the policy's memory (tinylfu: its frequency sketch, 32 bytes per 8
@@ -122,11 +122,14 @@ hashed_key hash_of_key(const Hash& hash, const K& key) {
 }
 
 // Entries in pages; the Links object the policies work on: 24-bit links,
-// 8 bits of policy state in the top of `next` (when the policy keeps state:
-// then setting a link keeps those bits, a read-modify-write; without state it
-// is a plain store), and the hash of an entry recomputed from its key.
+// 8 bits of policy state in the top byte of `next` (when the policy keeps
+// state: a link store then writes the low 3 bytes, a state store the top
+// byte; without state a link store is a plain store), and the hash of an
+// entry recomputed from its key.
 template <class K, class V, class Hash, bool PolicyState>
 struct node_store {
+  static_assert(!PolicyState || std::endian::native == std::endian::little,
+                "policy state is the top byte of `next`: byte 3 on a little-endian machine");
   using node = cache_node<K, V>;
   static constexpr std::uint32_t page_shift = 12;
   static constexpr std::uint32_t page_entries = std::uint32_t{1} << page_shift;
@@ -145,7 +148,6 @@ struct node_store {
   void set_next(std::uint32_t i, std::uint32_t v) const noexcept {
     std::uint32_t& w = at(i).next;
     if constexpr (PolicyState) {
-      static_assert(std::endian::native == std::endian::little, "the link's low 3 bytes come first");
       std::memcpy(reinterpret_cast<unsigned char*>(&w), &v, 3);
     } else {
       w = v;
@@ -167,9 +169,13 @@ struct node_store {
   void transform_states(F f) const noexcept
     requires PolicyState
   {
-    for (std::uint32_t i = 0; i < allocated; ++i) {
-      unsigned char& b = reinterpret_cast<unsigned char*>(&at(i).next)[3];
-      b = static_cast<unsigned char>(f(std::uint32_t{b}));
+    for (std::uint32_t first = 0; first < allocated; first += page_entries) {
+      node* page = pages[first >> page_shift];
+      const std::uint32_t n = allocated - first < page_entries ? allocated - first : page_entries;
+      for (std::uint32_t k = 0; k < n; ++k) {
+        unsigned char& b = reinterpret_cast<unsigned char*>(&page[k].next)[3];
+        b = static_cast<unsigned char>(f(std::uint32_t{b}));
+      }
     }
   }
   // Starts loading entry i's node.
@@ -436,8 +442,6 @@ class basic_cache {
   static constexpr std::uint32_t npos = 0xFFFFFFFFu;
 
   // ---- slots ------------------------------------------------------------------
-  // Slot `pos` of the table: in a lined table, line pos/8 holds slots
-  // 8*(pos/8) .. +7 in its first half.
   std::uint32_t& slot(std::uint32_t pos) const noexcept { return slots_[pos]; }
   static std::uint32_t dist(std::uint32_t s) noexcept { return s & max_probe_distance; }
   std::uint32_t slot_index(std::uint32_t s) const noexcept { return ((s >> dist_bits) & idx_mask_) - 1; }
@@ -565,6 +569,7 @@ class basic_cache {
   // eviction finds them in cache. Only when the hash cannot throw (a hint).
   void prefetch_likely_victim() const noexcept {
     if constexpr (store_type::nothrow_hash) {
+      if (size_ < capacity_) return;  // no eviction is coming
       const std::uint32_t v = policy_.likely_victim();
       if (v == detail::nil_index) return;
       const std::uint32_t vh = store_.hash(v);
