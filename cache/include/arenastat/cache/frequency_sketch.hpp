@@ -139,7 +139,7 @@ class frequency_sketch {
     additions_ = 0;
   }
   std::uint64_t additions() const noexcept { return additions_; }
-  // How many times halve() ran: estimates only fall when this changes.
+  // How many times halve() ran (tests, diagnostics).
   std::uint64_t halvings() const noexcept { return halvings_; }
 
  private:
