@@ -163,3 +163,29 @@ TEMPLATE_TEST_CASE("exceptions: a hash throwing on a stored key during eviction 
   CHECK(c.size() == 20);
   CHECK(c.stats().evictions == stats_before.evictions + 1);
 }
+
+TEST_CASE("exceptions: a hash throwing on the candidate leaves the window's order and second chances as they were",
+          "[cache][exceptions][tinylfu]") {
+  u64 refused = 0;
+  using cache_t = basic_cache<u64, u64, tinylfu, armed_hash>;
+  cache_t c{"test.exc.window-clock", {.max_entries = 300}, std::pmr::get_default_resource(), armed_hash{&refused}};
+  REQUIRE(c.policy().window_max() == 3);
+  for (u64 k = 1; k <= 300; ++k) c.put(k, k);  // the window holds 300, 299, 298 (front to back)
+  c.get(298);
+  c.get(299);  // the back two are referenced: the candidate is 300
+  const auto window = [&] {
+    std::vector<u64> out;
+    c.policy().for_each(tinylfu_segment::window, [&](std::uint32_t i) { out.push_back(c.key_at(i)); });
+    return out;
+  };
+  REQUIRE(window() == std::vector<u64>{300, 299, 298});
+  refused = 300;
+  CHECK_THROWS_AS(c.put(1000, 1000), std::runtime_error);
+  CHECK(window() == std::vector<u64>{300, 299, 298});  // no second chance given yet
+  refused = 0;
+  CHECK(c.put(1000, 1000));
+  // 298 and 299 got their second chances (to the front, bits cleared), 300 left.
+  CHECK(window() == std::vector<u64>{1000, 299, 298});
+  CHECK(c.put(1001, 1001));  // 298 is the back now, unreferenced: it leaves
+  CHECK(window() == std::vector<u64>{1001, 1000, 299});
+}

@@ -60,8 +60,24 @@ TEST_CASE("tinylfu: a probation hit promotes, protected overflow demotes its bac
   c.get(3);  // protected would hold 3: its back (1) goes to the front of probation
   CHECK(segment(c, tinylfu_segment::protected_) == keys{3, 2});
   CHECK(segment(c, tinylfu_segment::probation) == keys{1});
-  c.get(4);  // a window hit stays in the window
+  c.get(4);  // a window hit stays in the window (its reference bit set)
   CHECK(segment(c, tinylfu_segment::window) == keys{4});
+}
+
+TEST_CASE("tinylfu: the window is a CLOCK: a hit entry gets its second chance at the back", "[cache][tinylfu]") {
+  cache_t c{"test.tlfu.window-clock", {.max_entries = 300}};  // window of 3
+  REQUIRE(c.policy().window_max() == 3);
+  for (u64 k = 1; k <= 3; ++k) c.put(k, k);
+  REQUIRE(segment(c, tinylfu_segment::window) == keys{3, 2, 1});
+  c.get(2);
+  c.get(1);
+  CHECK(segment(c, tinylfu_segment::window) == keys{3, 2, 1});  // a hit moves nothing
+  c.put(4, 4);  // 1, then 2 go to the front (bits cleared); 3 leaves for probation
+  CHECK(segment(c, tinylfu_segment::window) == keys{4, 2, 1});
+  CHECK(segment(c, tinylfu_segment::probation) == keys{3});
+  c.put(5, 5);  // 1 is the back, its bit cleared: it leaves (an LRU window would keep it)
+  CHECK(segment(c, tinylfu_segment::window) == keys{5, 4, 2});
+  CHECK(segment(c, tinylfu_segment::probation) == keys{1, 3});
 }
 
 TEST_CASE("tinylfu: the candidate is admitted only when strictly more frequent", "[cache][tinylfu]") {
@@ -171,11 +187,12 @@ TEST_CASE("tinylfu: the sketch halves its counters every 20 x capacity increment
   CHECK(c.policy().sketch().additions() == 40);
 }
 
-TEST_CASE("tinylfu: the remembered sample floor changes no decision", "[cache][tinylfu]") {
+TEST_CASE("tinylfu: the sample floor and the skipped hand-backs change no decision", "[cache][tinylfu]") {
   // The same skewed run of reads, writes and erasures (with sketch halvings:
-  // 20 x 500 increments each) on a cache with the floor and one without:
-  // after every operation both hold the same keys in the same segments.
-  using plain_t = basic_cache<u64, u64, basic_tinylfu<1, 20, true, 8, false>>;
+  // 20 x 500 increments each) on a cache with the remembered sample floor and
+  // the skipped hand-back of still counts, and one without either: after every
+  // operation both hold the same keys in the same segments.
+  using plain_t = basic_cache<u64, u64, basic_tinylfu<1, 20, true, 8, false, false>>;
   cache_t with{"test.tlfu.floor.with", {.max_entries = 500}};
   plain_t without{"test.tlfu.floor.without", {.max_entries = 500}};
   const bench::zipf_params zp(5000, 0.9);
@@ -206,6 +223,8 @@ TEST_CASE("tinylfu: the remembered sample floor changes no decision", "[cache][t
   }
   CHECK(with.policy().sketch().halvings() > 10);
   CHECK(with.policy().floor_decisions() > 10'000);  // the floor did decide
+  CHECK(with.policy().hand_backs_skipped() > 10'000);  // and hand-backs were skipped
+  CHECK(without.policy().hand_backs_skipped() == 0);
 }
 
 TEST_CASE("tinylfu: a halving halves the counts of entries on every page", "[cache][tinylfu]") {

@@ -389,8 +389,7 @@ class basic_cache {
     }
     ++hits_;
     const std::uint32_t i = slot_index(slot(pos));
-    policy_.record_entry(i);
-    policy_.on_hit(i);
+    policy_.on_hit(i, true);
     return store_.at(i).value;
   }
 
@@ -401,8 +400,7 @@ class basic_cache {
       if (pos != npos) {
         const std::uint32_t i = slot_index(slot(pos));
         store_.at(i).value = std::move(value);
-        if (record) policy_.record_entry(i);
-        policy_.on_hit(i);
+        policy_.on_hit(i, record);
         return true;
       }
     }

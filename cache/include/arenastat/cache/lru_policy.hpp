@@ -14,9 +14,11 @@
 //   void detach_memory() noexcept               before that memory is freed
 //   void record(std::uint32_t h) noexcept       an access to a key not in the cache
 //                                               (a miss, or a put inserting it)
-//   void record_entry(std::uint32_t i) noexcept an access to entry i (a hit, or a put
-//                                               replacing its value); on_hit follows
-//   void on_hit(std::uint32_t i) noexcept
+//   void on_hit(std::uint32_t i, bool counted) noexcept
+//                                               entry i was found (a get, or a put
+//                                               replacing its value); counted: the access
+//                                               counts toward its frequency (false for the
+//                                               store that follows a read-through load)
 //   std::uint32_t likely_victim() const noexcept
 //                                               a hint: the entry the next eviction will
 //                                               most likely remove (nil_index: no guess);
@@ -51,10 +53,9 @@ class lru_policy {
   void detach_memory() noexcept {}
 
   void record(std::uint32_t) noexcept {}
-  void record_entry(std::uint32_t) noexcept {}
   std::uint32_t likely_victim() const noexcept { return detail::nil_index; }  // no guess: the back's node is cold
   void prefetch(std::uint32_t) const noexcept {}
-  void on_hit(std::uint32_t i) noexcept { detail::list_move_to_front(*links_, list_, i); }
+  void on_hit(std::uint32_t i, bool) noexcept { detail::list_move_to_front(*links_, list_, i); }
   void on_insert(std::uint32_t i, std::uint32_t) noexcept { detail::list_push_front(*links_, list_, i); }
   void on_erase(std::uint32_t i, std::uint32_t) noexcept { detail::list_unlink(*links_, list_, i); }
   detail::victim choose_victim() { return {list_.tail, links_->hash(list_.tail)}; }

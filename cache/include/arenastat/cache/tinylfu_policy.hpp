@@ -1,18 +1,20 @@
 // tinylfu_policy: W-TinyLFU (Einziger, Friedman, Manes), as in Caffeine but
 // with a fixed window.
 //
-//   window     LRU, WindowPercent % of the capacity (at least 1 entry): every
-//              new entry enters here, so a burst of new keys is absorbed.
+//   window     CLOCK, WindowPercent % of the capacity (at least 1 entry):
+//              every new entry enters here, so a burst of new keys is absorbed.
 //   probation  LRU, main segment entries seen once in main.
 //   protected  CLOCK, up to 80% of the main segment: entries hit in probation.
 //
-// A hit in the window or probation moves the entry to the front of its list;
-// a hit in probation promotes it to the front of protected. A hit in
-// protected only sets the entry's reference bit (no list update: the hot path
-// touches no neighbour). When protected is over its share, its back entries
-// with the bit set get a second chance (bit cleared, moved to the front) and
-// the first one without it is demoted to the front of probation. When the
-// window is over its share its back entry moves to the front of probation.
+// A hit in probation promotes the entry to the front of protected. A hit in
+// the window or in protected only sets the entry's reference bit (no list
+// update: a hit touches no neighbour; the hottest keys live in the window and
+// in protected). The back of a CLOCK list gives second chances: a back entry
+// with the bit set has it cleared and moves to the front, until the back is an
+// entry without it. That entry is the one that leaves the list: protected's,
+// when protected is over its share, is demoted to the front of probation; the
+// window's, when a new entry needs the window's room, moves to the front of
+// probation, or is the candidate of a duel.
 //
 // Admission (the scan resistance): when the cache is full and the window holds
 // its share, the window's back entry (the candidate) duels a victim from the
@@ -42,7 +44,11 @@
 // increments, all counters and counts are halved (a pass over the sketch and
 // the nodes). Counting cached keys apart also keeps hot keys from inflating
 // the sketch counters they share a block with: the hit rate rose from 84.30%
-// to 84.66% on the benchmark.
+// to 84.66% on the benchmark. An entry whose count did not rise while cached
+// hands nothing back: its key's counters are still at least its count (they
+// were when it entered, and since then they only rose or were halved with
+// it), so the hand-back would change nothing; most evicted entries (one-time
+// keys) leave without touching the sketch.
 // Defaults (window 1%, sample 20x, conservative, victim sample 8) come from
 // the simulations in docs/cache.md.
 #pragma once
@@ -58,7 +64,7 @@ namespace arenastat {
 enum class tinylfu_segment : std::uint32_t { window = 0, probation = 1, protected_ = 2 };
 
 template <class Links, unsigned WindowPercent = 1, unsigned SampleFactor = 20, bool Conservative = true,
-          unsigned VictimSample = 8, bool SampleFloor = true>
+          unsigned VictimSample = 8, bool SampleFloor = true, bool SkipStillHandBack = true>
 class tinylfu_policy {
   static_assert(WindowPercent < 100 && VictimSample >= 1 && SampleFactor >= 1);
 
@@ -86,57 +92,50 @@ class tinylfu_policy {
   void record(std::uint32_t h) noexcept {
     if (sketch_.increment(h)) [[unlikely]] halve_entries();
   }
-  void record_entry(std::uint32_t i) noexcept {
-    const std::uint32_t s = links_->state(i);
-    if ((s & count_mask) == count_mask) return;  // saturated (15)
-    links_->set_state(i, s + count_one);
-    if (sketch_.count_addition()) [[unlikely]] halve_entries();
-  }
 
-  void on_hit(std::uint32_t i) noexcept {
-    switch (segment(i)) {
-      case tinylfu_segment::window: detail::list_move_to_front(*links_, window_, i); break;
-      case tinylfu_segment::probation:
-        leave_probation(i);
-        put_front(protected_, i, tinylfu_segment::protected_);
-        if (protected_.size > protected_max_) demote_from_protected();
-        break;
-      case tinylfu_segment::protected_: {
-        // Written only when it changes: a hot entry's node stays clean (and,
-        // in a sharded cache, shared between the cores reading it).
-        const std::uint32_t state = links_->state(i);
-        if (!(state & reference_bit)) links_->set_state(i, state | reference_bit);
-        break;
-      }
+  // The entry's state byte is read once and written at most once (a second
+  // read right after a byte store would wait for the store to complete).
+  void on_hit(std::uint32_t i, bool counted) noexcept {
+    const std::uint32_t s = links_->state(i);
+    counted = counted && (s & count_mask) != count_mask;  // saturated at 15
+    const std::uint32_t t = counted ? (s + count_one) | raised_bit : s;
+    if ((s & segment_mask) == static_cast<std::uint32_t>(tinylfu_segment::probation)) {
+      if (t != s) links_->set_state(i, t);
+      leave_probation(i);
+      put_front(protected_, i, tinylfu_segment::protected_);
+      if (protected_.size > protected_max_) demote_from_protected();
+    } else {
+      // Written only when it changes: a hot entry's node stays clean (and,
+      // in a sharded cache, shared between the cores reading it).
+      if ((t | reference_bit) != s) links_->set_state(i, t | reference_bit);
     }
+    if (counted && sketch_.count_addition()) [[unlikely]] halve_entries();
   }
 
   // The new entry's counter starts at the sketch's estimate of its key.
   void on_insert(std::uint32_t i, std::uint32_t h) noexcept {
+    if (window_.size >= window_max_) enter_probation(leave_clock(window_));
     links_->set_state(i, sketch_.frequency(h) << count_shift);
     put_front(window_, i, tinylfu_segment::window);
-    if (window_.size > window_max_) {
-      const std::uint32_t c = window_.tail;
-      detail::list_unlink(*links_, window_, c);
-      enter_probation(c);
-    }
-    // The back of the window is the next duel's candidate: start loading its
-    // node now (about six operations ahead at 1M entries).
+    // The back of the window is the next duel's likely candidate: start
+    // loading its node now (about six operations ahead at 1M entries).
     if (window_.tail != detail::nil_index) links_->prefetch(window_.tail);
   }
 
   // The entry the next eviction most likely removes: the candidate (most
-  // lose their duel), once the window is full; its node was prefetched when it
-  // became the window's back.
+  // lose their duel), once the window is full; usually the window's back
+  // (unless it was hit since), whose node was prefetched when it became the
+  // back.
   std::uint32_t likely_victim() const noexcept {
     return window_.size >= window_max_ ? window_.tail : detail::nil_index;
   }
   // Starts loading what the policy keeps for hash h (its sketch counters).
   void prefetch(std::uint32_t h) const noexcept { sketch_.prefetch(h); }
 
-  // The leaving entry hands its count back to the sketch.
+  // The leaving entry hands its count back to the sketch (if it rose).
   void on_erase(std::uint32_t i, std::uint32_t h) noexcept {
-    sketch_.raise(h, entry_frequency(i));
+    if (!SkipStillHandBack || (links_->state(i) & raised_bit)) sketch_.raise(h, entry_frequency(i));
+    else ++hand_backs_skipped_;
     const tinylfu_segment s = segment(i);
     if (s == tinylfu_segment::probation) leave_probation(i);
     else detail::list_unlink(*links_, list_of(s), i);
@@ -151,13 +150,20 @@ class tinylfu_policy {
       const std::uint32_t v = back != detail::nil_index ? back : window_.tail;
       return {v, hash_of(v)};
     }
-    const std::uint32_t candidate = window_.tail;
-    if (main_back() == detail::nil_index) return {candidate, hash_of(candidate)};  // no main segment (tiny capacity)
+    // The candidate: the entry the window's second chances leave at its
+    // back (found without changing anything; given after the hash).
+    const std::uint32_t candidate = clock_back(window_);
+    if (main_back() == detail::nil_index) {  // no main segment (tiny capacity)
+      const std::uint32_t candidate_hash = hash_of(candidate);  // may throw: nothing changed yet
+      settle_clock(window_);
+      return {candidate, candidate_hash};
+    }
     const std::uint32_t candidate_freq = entry_frequency(candidate);
     // The sample's least frequency, remembered from an earlier duel, is a
     // floor of the present one (see floor_): a candidate not above it loses.
     if (SampleFloor && static_cast<std::int32_t>(candidate_freq) <= floor_) {
       const std::uint32_t candidate_hash = hash_of(candidate);  // may throw: nothing changed yet
+      settle_clock(window_);
       ++floor_decisions_;
       return {candidate, candidate_hash};
     }
@@ -165,6 +171,7 @@ class tinylfu_policy {
     const std::uint32_t v = sample_victim(victim_freq);
     const bool admit = candidate_freq > victim_freq;
     const std::uint32_t leaving_hash = hash_of(admit ? v : candidate);  // may throw: nothing changed yet
+    settle_clock(window_);
     if (probation_.tail != detail::nil_index) floor_ = static_cast<std::int32_t>(victim_freq);  // sampled from probation
     if (admit) {
       detail::list_unlink(*links_, window_, candidate);
@@ -189,6 +196,8 @@ class tinylfu_policy {
   std::size_t window_max() const noexcept { return window_max_; }
   // Duels decided by the remembered sample floor (no sample taken).
   std::uint64_t floor_decisions() const noexcept { return floor_decisions_; }
+  // Leaving entries whose count had not risen (no hand-back needed).
+  std::uint64_t hand_backs_skipped() const noexcept { return hand_backs_skipped_; }
   std::size_t protected_max() const noexcept { return protected_max_; }
   // The sketch's estimate for a key (the count of a key not in the cache).
   std::uint32_t frequency(std::uint32_t h) const noexcept { return sketch_.frequency(h); }
@@ -204,12 +213,14 @@ class tinylfu_policy {
   }
 
  private:
-  // An entry's 8 bits of state: segment (2 bits), reference bit, count (4 bits).
+  // An entry's 8 bits of state: segment (2 bits), reference bit, count (4
+  // bits), and whether the count rose since the entry was inserted.
   static constexpr std::uint32_t segment_mask = 3u;
   static constexpr std::uint32_t reference_bit = 4u;
   static constexpr std::uint32_t count_shift = 3;
   static constexpr std::uint32_t count_one = 1u << count_shift;
   static constexpr std::uint32_t count_mask = 15u << count_shift;
+  static constexpr std::uint32_t raised_bit = 128u;
 
   // The sketch has just halved its counters: the entries' counts follow, and
   // the remembered floor no longer holds.
@@ -218,19 +229,34 @@ class tinylfu_policy {
     links_->transform_states([](std::uint32_t s) { return (s & ~count_mask) | (((s & count_mask) >> 1) & count_mask); });
   }
 
-  // CLOCK over the protected list: a back entry referenced since it was last
-  // looked at gets a second chance at the front (bit cleared); the first
-  // unreferenced back entry moves to the front of probation.
-  void demote_from_protected() noexcept {
-    std::uint32_t d = protected_.tail;
-    while (links_->state(d) & reference_bit) {
-      links_->set_state(d, links_->state(d) & ~reference_bit);
-      detail::list_move_to_front(*links_, protected_, d);
-      d = protected_.tail;
+  // CLOCK over a list (the window, protected): a back entry referenced since
+  // it was last looked at gets a second chance at the front (bit cleared),
+  // until the back is unreferenced; returns that back entry (the list is not
+  // empty).
+  std::uint32_t settle_clock(detail::index_list& l) noexcept {
+    std::uint32_t d = l.tail;
+    for (std::uint32_t s; (s = links_->state(d)) & reference_bit; d = l.tail) {
+      links_->set_state(d, s & ~reference_bit);
+      detail::list_move_to_front(*links_, l, d);
     }
-    detail::list_unlink(*links_, protected_, d);
-    enter_probation(d);
+    return d;
   }
+  // The entry settle_clock(l) would return, found without changing anything:
+  // the backmost unreferenced entry, or the back when all are referenced
+  // (a full turn clears every bit and leaves the order as it was).
+  std::uint32_t clock_back(const detail::index_list& l) const noexcept {
+    for (std::uint32_t d = l.tail; d != detail::nil_index; d = links_->prev(d))
+      if (!(links_->state(d) & reference_bit)) return d;
+    return l.tail;
+  }
+  // Unlinks and returns the entry that leaves a CLOCK list.
+  std::uint32_t leave_clock(detail::index_list& l) noexcept {
+    const std::uint32_t d = settle_clock(l);
+    detail::list_unlink(*links_, l, d);
+    return d;
+  }
+  // Protected over its share: its leaving entry goes to the front of probation.
+  void demote_from_protected() noexcept { enter_probation(leave_clock(protected_)); }
 
   // The floor of the sample's frequencies holds while the sample keeps its
   // members: they change only when an entry leaves probation, or when one
@@ -274,7 +300,7 @@ class tinylfu_policy {
   }
   void put_front(detail::index_list& l, std::uint32_t i, tinylfu_segment s) noexcept {
     // The count stays; the reference bit is cleared.
-    links_->set_state(i, (links_->state(i) & count_mask) | static_cast<std::uint32_t>(s));
+    links_->set_state(i, (links_->state(i) & (count_mask | raised_bit)) | static_cast<std::uint32_t>(s));
     detail::list_push_front(*links_, l, i);
   }
 
@@ -290,17 +316,20 @@ class tinylfu_policy {
   // the benchmark about 96% of duels are lost, 88% of all decided this way.
   std::int32_t floor_ = -1;
   std::uint64_t floor_decisions_ = 0;
+  std::uint64_t hand_backs_skipped_ = 0;
   frequency_sketch<SampleFactor, Conservative> sketch_;
 };
 
 // Policy selector for basic_cache; the parameters exist for simulations.
-// SampleFloor only saves work (tests compare it against a cache without it).
+// SampleFloor and SkipStillHandBack only save work (a test compares them
+// against a cache without them).
 template <unsigned WindowPercent = 1, unsigned SampleFactor = 20, bool Conservative = true, unsigned VictimSample = 8,
-          bool SampleFloor = true>
+          bool SampleFloor = true, bool SkipStillHandBack = true>
 struct basic_tinylfu {
-  static constexpr bool keeps_state = true;  // segment, reference bit and count per entry
+  static constexpr bool keeps_state = true;  // segment, reference bit, count, count-rose bit per entry
   template <class Links>
-  using policy = tinylfu_policy<Links, WindowPercent, SampleFactor, Conservative, VictimSample, SampleFloor>;
+  using policy =
+      tinylfu_policy<Links, WindowPercent, SampleFactor, Conservative, VictimSample, SampleFloor, SkipStillHandBack>;
   static constexpr std::string_view name = "tinylfu";
 };
 using tinylfu = basic_tinylfu<>;
