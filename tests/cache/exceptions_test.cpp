@@ -179,6 +179,11 @@ TEST_CASE("exceptions: a hash throwing on the candidate leaves the window's orde
     return out;
   };
   REQUIRE(window() == std::vector<u64>{300, 299, 298});
+  // 300's count is 1, no more than any entry's (each was counted once when
+  // put): it loses its duel, so the duel hashes 300 (not a victim), which throws.
+  c.policy().for_each(tinylfu_segment::window, [&](std::uint32_t i) {
+    if (c.key_at(i) == 300) REQUIRE(c.policy().entry_frequency(i) == 1);
+  });
   refused = 300;
   CHECK_THROWS_AS(c.put(1000, 1000), std::runtime_error);
   CHECK(window() == std::vector<u64>{300, 299, 298});  // no second chance given yet

@@ -17,7 +17,8 @@
 // probation, or is the candidate of a duel.
 //
 // Admission (the scan resistance): when the cache is full and the window holds
-// its share, the window's back entry (the candidate) duels a victim from the
+// its share, the window's back entry after its second chances (the candidate,
+// the entry that would leave the window) duels a victim from the
 // main segment: the least frequent of the VictimSample (8) entries at the back
 // of probation (the backmost on ties; the back of protected when probation is
 // empty). The candidate enters probation and the victim is evicted only if the
@@ -100,9 +101,8 @@ class tinylfu_policy {
     counted = counted && (s & count_mask) != count_mask;  // saturated at 15
     const std::uint32_t t = counted ? (s + count_one) | raised_bit : s;
     if ((s & segment_mask) == static_cast<std::uint32_t>(tinylfu_segment::probation)) {
-      if (t != s) links_->set_state(i, t);
       leave_probation(i);
-      put_front(protected_, i, tinylfu_segment::protected_);
+      push_front(protected_, i, t, tinylfu_segment::protected_);
       if (protected_.size > protected_max_) demote_from_protected();
     } else {
       // Written only when it changes: a hot entry's node stays clean (and,
@@ -186,6 +186,8 @@ class tinylfu_policy {
     probation_ = {};
     protected_ = {};
     floor_ = -1;
+    floor_decisions_ = 0;
+    hand_backs_skipped_ = 0;
     sketch_.clear();
   }
 
@@ -235,9 +237,17 @@ class tinylfu_policy {
   // empty).
   std::uint32_t settle_clock(detail::index_list& l) noexcept {
     std::uint32_t d = l.tail;
-    for (std::uint32_t s; (s = links_->state(d)) & reference_bit; d = l.tail) {
+    std::uint32_t s = links_->state(d);
+    while (s & reference_bit) {
+      // The next back's state is read before the move stores into its link
+      // (a read right after that store would wait for it).
+      const std::uint32_t p = links_->prev(d);
+      const std::uint32_t ps = p != detail::nil_index ? links_->state(p) : 0;
       links_->set_state(d, s & ~reference_bit);
       detail::list_move_to_front(*links_, l, d);
+      if (p == detail::nil_index) break;  // a one-entry list: d stays, unreferenced now
+      d = p;
+      s = ps;
     }
     return d;
   }
@@ -299,8 +309,12 @@ class tinylfu_policy {
     }
   }
   void put_front(detail::index_list& l, std::uint32_t i, tinylfu_segment s) noexcept {
+    push_front(l, i, links_->state(i), s);
+  }
+  // The same, for an entry whose state is `state` (already read).
+  void push_front(detail::index_list& l, std::uint32_t i, std::uint32_t state, tinylfu_segment s) noexcept {
     // The count stays; the reference bit is cleared.
-    links_->set_state(i, (links_->state(i) & (count_mask | raised_bit)) | static_cast<std::uint32_t>(s));
+    links_->set_state(i, (state & (count_mask | raised_bit)) | static_cast<std::uint32_t>(s));
     detail::list_push_front(*links_, l, i);
   }
 
