@@ -701,8 +701,11 @@ int main(int argc, char** argv) {
   const result* tl = find(results, "tinylfu", 1, 0);
   const result* base = find(results, "std_lru", 1, 0);
   if (tl && base && base->ops_per_s > 0) {
-    std::fprintf(text, "ratio tinylfu / std_lru throughput, 1 thread: %.2fx (goal >= 3x)\n",
-                 tl->ops_per_s / base->ops_per_s);
+    // The goal compares equal capacities; under --budget the
+    // contenders hold different numbers of entries (std_lru far fewer).
+    std::fprintf(text, "ratio tinylfu / std_lru throughput, 1 thread: %.2fx (%s)\n", tl->ops_per_s / base->ops_per_s,
+                 o.budget != 0 ? "same bytes, not the same capacity: the goal of >= 3x is for equal capacities"
+                               : "goal >= 3x");
     std::fprintf(text, "bytes/entry: tinylfu %.2f, lru %.2f, std_lru %.2f (goal <= 40)\n", tl->bytes_per_entry,
                  find(results, "lru", 1, 0) ? find(results, "lru", 1, 0)->bytes_per_entry : 0.0, base->bytes_per_entry);
     std::fprintf(text, "hit rate: tinylfu %.4f, lru %.4f, std_lru %.4f\n", tl->hit_rate,
