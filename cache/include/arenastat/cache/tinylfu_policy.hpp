@@ -153,18 +153,15 @@ class tinylfu_policy {
     // The candidate: the entry the window's second chances leave at its
     // back (found without changing anything; given after the hash).
     const std::uint32_t candidate = clock_back(window_);
-    if (main_back() == detail::nil_index) {  // no main segment (tiny capacity)
-      const std::uint32_t candidate_hash = hash_of(candidate);  // may throw: nothing changed yet
-      settle_clock(window_);
-      return {candidate, candidate_hash};
-    }
     const std::uint32_t candidate_freq = entry_frequency(candidate);
-    // The sample's least frequency, remembered from an earlier duel, is a
-    // floor of the present one (see floor_): a candidate not above it loses.
-    if (SampleFloor && static_cast<std::int32_t>(candidate_freq) <= floor_) {
+    // The candidate leaves without a duel when there is no main segment (a
+    // tiny capacity), or when it is not above the sample's least frequency
+    // remembered from an earlier duel, a floor of the present one (floor_).
+    const bool no_main = main_back() == detail::nil_index;
+    if (no_main || (SampleFloor && static_cast<std::int32_t>(candidate_freq) <= floor_)) {
       const std::uint32_t candidate_hash = hash_of(candidate);  // may throw: nothing changed yet
       settle_clock(window_);
-      ++floor_decisions_;
+      if (!no_main) ++floor_decisions_;
       return {candidate, candidate_hash};
     }
     std::uint32_t victim_freq = 0;
