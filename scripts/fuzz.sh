@@ -10,8 +10,8 @@ out=${ARENASTAT_FUZZ_DIR:-$root/build-fuzz}
 mkdir -p "$out/corpus" "$out/crashes"
 
 clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -I"$root/stats/src" \
-  "$root/tests/fuzz/control_request_fuzz.cpp" "$root/stats/src/control_request.cpp" \
+  -I"$root/stats/control/src" \
+  "$root/tests/fuzz/control_request_fuzz.cpp" "$root/stats/control/src/control_request.cpp" \
   -o "$out/control_request_fuzz"
 
 # Seeds: every command, with and without options.

@@ -1,5 +1,8 @@
 // arenastat: where a program's memory goes, per component, per task, at the peak.
-// The one header to include.
+// The one header to include (arenastat::arenastat). It sits in alloc/, the
+// library's top room, and includes every room below: stats/core, alloc,
+// stats/report and stats/control. Latency measurement (histogram.hpp,
+// pause_meter.hpp) is arenastat::measure, included on its own.
 #pragma once
 // The core: contexts, the table, resources.
 #include "arenastat/account.hpp"
@@ -18,6 +21,3 @@
 #include "arenastat/dump.hpp"
 #include "arenastat/report.hpp"
 #include "arenastat/size.hpp"
-// Measuring: latency histograms and the pause meter.
-#include "arenastat/histogram.hpp"
-#include "arenastat/pause_meter.hpp"

@@ -2,11 +2,9 @@
 // that links arenastat. Each reads its environment variables and does nothing
 // when they are unset. None may throw: a bad value is reported on stderr.
 #pragma once
+#include "at_exit_env.hpp"  // start_at_exit_from_env (report layer)
 
 namespace arenastat::detail {
-
-// ARENASTAT_AT_EXIT, ARENASTAT_AT_EXIT_FILE (at_exit.cpp).
-void start_at_exit_from_env() noexcept;
 
 // ARENASTAT_CONTROL, ARENASTAT_SOCKET_DIR, ARENASTAT_DUMP_SIGNAL, ... (control/dump).
 void start_control_from_env() noexcept;

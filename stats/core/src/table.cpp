@@ -8,7 +8,7 @@
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
-#include "registry.hpp"
+#include "table_internal.hpp"
 
 namespace arenastat::detail {
 namespace {

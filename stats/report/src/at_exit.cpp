@@ -19,7 +19,7 @@
 
 #include "arenastat/report.hpp"
 #include "arenastat/table.hpp"
-#include "autostart.hpp"
+#include "at_exit_env.hpp"
 
 namespace arenastat {
 

@@ -4,7 +4,7 @@
 // comparison inside the process).
 //
 // Written on request (`arenastat <pid> dump`, arenastat::write_dump) or on a
-// signal: ARENASTAT_DUMP_SIGNAL=USR1|USR2 or install_dump_signal(). The
+// signal: ARENASTAT_DUMP_SIGNAL=USR1|USR2 or install_dump_signal() (control.hpp). The
 // signal handler only writes a byte to a pipe; a thread writes the file.
 //
 // File format (docs/cli.md):
@@ -54,13 +54,5 @@ std::string dump_file_name(int pid, std::time_t time);
 std::string write_dump(std::string_view path = {},
                        std::optional<dump_sort> sort = std::nullopt);
 
-// Makes `signal_number` (SIGUSR1 or SIGUSR2) write a dump with an empty path.
-// Starts the dump thread on first use; stopped at exit. Throws
-// std::invalid_argument for any other signal, std::system_error if the pipe,
-// thread or handler cannot be set up.
-void install_dump_signal(int signal_number);
-
-// Restores the signal's previous action and stops the dump thread.
-void remove_dump_signal() noexcept;
 
 }  // namespace arenastat

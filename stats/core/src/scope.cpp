@@ -6,7 +6,7 @@
 #include <exception>
 #include <stdexcept>
 
-#include "registry.hpp"
+#include "table_internal.hpp"
 #include "thread_state.hpp"
 
 namespace arenastat {

@@ -54,3 +54,17 @@ counters connection_counters() noexcept;
 std::string handle_request(std::string_view line);
 
 }  // namespace arenastat::control
+
+namespace arenastat {
+
+// Dumps on a signal (the dump itself: dump.hpp, write_dump).
+// Makes `signal_number` (SIGUSR1 or SIGUSR2) write a dump with an empty path.
+// Starts the dump thread on first use; stopped at exit. Throws
+// std::invalid_argument for any other signal, std::system_error if the pipe,
+// thread or handler cannot be set up.
+void install_dump_signal(int signal_number);
+
+// Restores the signal's previous action and stops the dump thread.
+void remove_dump_signal() noexcept;
+
+}  // namespace arenastat

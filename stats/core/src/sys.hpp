@@ -1,0 +1,22 @@
+// Small system helpers shared by the reports (dumps) and the control layer
+// (server, commands, start-up). Not installed.
+#pragma once
+#include <ctime>
+#include <string>
+#include <string_view>
+
+namespace arenastat::detail {
+
+// This process's name (/proc/self/comm), "?" when unreadable.
+std::string program_name();
+
+// "2026-11-22 02:30:00 UTC".
+std::string utc_time_string(std::time_t t);
+
+// Writes all of `text` to stderr with one write(2) per call; never throws.
+void warn(std::string_view text) noexcept;
+
+// Names an errno value ("No such file or directory").
+std::string error_text(int err);
+
+}  // namespace arenastat::detail
