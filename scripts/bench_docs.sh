@@ -219,7 +219,7 @@ pause_line=$(grep "pauses: " "$work/alloc.out" || true)
   echo
   echo "## Pauses"
   echo
-  echo "An \`arenastat::pause_meter\` (stats/include/arenastat/pause_meter.hpp) ran beside"
+  echo "An \`arenastat::pause_meter\` (bench/measure/include/arenastat/pause_meter.hpp) ran beside"
   echo "the benchmarks: a thread that waits 1 ms and records how much later it woke,"
   echo "with the coordinated-omission correction. The plot reads: the share of"
   echo "operations running at that rate which would have seen at least that stall."

@@ -52,11 +52,17 @@ arena_resource::arena_resource(std::string_view tag, const arena_options& option
 arena_resource::chunk* arena_resource::take_chunk(std::size_t size) {
   static_assert(sizeof(chunk) <= chunk_header_size);
   static_assert(chunk_header_size % chunk_alignment == 0);
-  void* memory = upstream_->allocate(size, chunk_alignment);
+  hook_->admit(tag_, size);  // may throw: then nothing was asked of upstream
+  void* memory;
+  {
+    upstream_call below;
+    memory = upstream_->allocate(size, chunk_alignment);
+  }
   auto* c = ::new (memory) chunk{head_, size, {}};
   try {
     hook_->on_acquire(c->stamp, tag_, size, account_);
   } catch (...) {
+    upstream_call below;
     upstream_->deallocate(memory, size, chunk_alignment);
     throw;
   }
@@ -97,6 +103,7 @@ void* arena_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
 }
 
 void arena_resource::release() noexcept {
+  upstream_call below;
   for (chunk* c = head_; c;) {
     chunk* next = c->next;
     const std::size_t size = c->size;

@@ -5,6 +5,9 @@ namespace {
 
 class tracking_grow_hook final : public grow_hook {
  public:
+  void admit(tag_id, std::size_t bytes) override {
+    if (scopes_charged()) check_scope_limits(bytes);
+  }
   void on_acquire(charge_stamp& stamp, tag_id tag, std::size_t bytes, account* acct) override {
     stamp = charge_chunk(tag, bytes, acct);
   }

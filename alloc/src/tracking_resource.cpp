@@ -2,22 +2,36 @@
 
 namespace arenastat {
 
-void* tracking_resource::charge_slow(void* p, std::size_t bytes, std::size_t alignment) {
-  if (detail::tls_scopes.depth != 0) {
-    try {
-      detail::charge_scopes(tag_, bytes);
-    } catch (...) {
-      give(p, bytes, alignment);
-      throw;
-    }
+void* tracking_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
+  if (bytes > max_request) throw std::bad_alloc();
+  if (!scopes_charged()) return charge_account(take(bytes, alignment), bytes);
+  check_scope_limits(bytes);  // a request that cannot fit is never made
+  void* p;
+  {
+    upstream_call below;
+    p = take(bytes, alignment);
   }
+  try {
+    charge_scopes(tag_, bytes);
+  } catch (...) {
+    upstream_call below;
+    give(p, bytes, alignment);
+    throw;
+  }
+  account_->on_allocate(bytes, tag_);
+  return p;
+}
+
+void* tracking_resource::charge_account(void* p, std::size_t bytes) noexcept {
   account_->on_allocate(bytes, tag_);
   return p;
 }
 
 void tracking_resource::credit_slow(void* p, std::size_t bytes, std::size_t alignment) noexcept {
   account_->on_deallocate(bytes, tag_);
-  if (detail::tls_scopes.depth != 0) detail::credit_scopes(tag_, bytes);
+  if (!scopes_charged()) return give(p, bytes, alignment);
+  credit_scopes(tag_, bytes);
+  upstream_call below;
   give(p, bytes, alignment);
 }
 

@@ -215,3 +215,21 @@ TEST_CASE("over new_delete a scope limit gives the refused block back", "[accoun
   CHECK(s.net_bytes() == 0);
   CHECK(r.tracked_account().live_bytes() == 0);
 }
+
+TEST_CASE("tracking_resource refuses a size no object can have, account untouched", "[account]") {
+  tracking_resource r{"test.account.huge", std::pmr::new_delete_resource()};
+  for (std::size_t huge : {SIZE_MAX, SIZE_MAX - 15, std::size_t{PTRDIFF_MAX} + 1}) {
+    CHECK_THROWS_AS(r.allocate(huge, 16), std::bad_alloc);
+    CHECK_THROWS_AS(r.allocate(huge, 8), std::bad_alloc);
+  }
+  {
+    scope s{"test/account/huge"};
+    CHECK_THROWS_AS(r.allocate(SIZE_MAX, 16), std::bad_alloc);
+    CHECK(s.net_bytes() == 0);
+  }
+  const auto t = r.tracked_account().totals();
+  CHECK(t.live_bytes == 0);
+  CHECK(t.allocated_bytes == 0);
+  CHECK(t.allocations == 0);
+  CHECK(t.peak_bytes == 0);
+}

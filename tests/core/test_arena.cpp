@@ -8,7 +8,7 @@
 
 using arenastat::arena_options;
 using arenastat::arena_resource;
-constexpr std::size_t H = arena_resource::chunk_header_size;  // 48
+constexpr std::size_t H = arena_resource::chunk_header_size;  // 64
 
 TEST_CASE("chunk sizes follow the growth policy and cap at max_chunk", "[arena]") {
   test::recording_hook hook;
@@ -21,7 +21,7 @@ TEST_CASE("chunk sizes follow the growth policy and cap at max_chunk", "[arena]"
   CHECK(hook.acquired == std::vector<std::size_t>{256, 512, 1024, 1024});
   CHECK(a.chunk_count() == 4);
   CHECK(a.bytes_reserved() == 2816);
-  CHECK(a.bytes_requested() == 208 + 464 + 976 + 976);
+  CHECK(a.bytes_requested() == (256 - H) + (512 - H) + 2 * (1024 - H));
 }
 
 TEST_CASE("a non-integral growth factor rounds chunk sizes down", "[arena]") {
@@ -98,8 +98,8 @@ TEST_CASE("the destructor reports every chunk through the hook", "[arena]") {
   test::recording_hook hook;
   {
     arena_resource a{"node", arena_options{.initial_chunk = 256, .hook = &hook}, &up};
-    (void)a.allocate(200, 8);
-    (void)a.allocate(300, 8);
+    (void)a.allocate(256 - H, 8);  // fills the first chunk
+    (void)a.allocate(300, 8);      // the next regular chunk
   }
   CHECK(hook.acquired == std::vector<std::size_t>{256, 512});
   CHECK(hook.released.size() == 2);
@@ -118,12 +118,12 @@ TEST_CASE("deallocate is a no-op", "[arena]") {
 TEST_CASE("an upstream that throws leaves the arena and its account unchanged", "[arena]") {
   test::counting_resource up;
   arena_resource a{"node", arena_options{.initial_chunk = 256, .account = "test.arena.throwing"}, &up};
-  (void)a.allocate(200, 8);
+  (void)a.allocate(256 - H, 8);  // fills the first chunk
   up.fail_after = 0;
   CHECK_THROWS_AS(a.allocate(200, 8), std::bad_alloc);
   CHECK(a.chunk_count() == 1);
   CHECK(a.bytes_reserved() == 256);
-  CHECK(a.bytes_requested() == 200);
+  CHECK(a.bytes_requested() == 256 - H);
   auto t = arenastat::account::get("test.arena.throwing").totals();
   CHECK(t.live_bytes == 256);
   CHECK(t.allocations == 1);
@@ -137,7 +137,7 @@ TEST_CASE("an arena with an account charges whole chunks to it", "[arena]") {
   {
     arena_resource a{"node", arena_options{.initial_chunk = 1024, .account = "test.arena.account"}};
     (void)a.allocate(10, 8);
-    (void)a.allocate(2000, 8);  // 48 + 2000 = the next regular chunk, 2048
+    (void)a.allocate(2048 - H, 8);  // exactly the next regular chunk, 2048
     auto t = arenastat::account::get("test.arena.account").totals();
     CHECK(t.live_bytes == 1024 + 2048);
     CHECK(t.allocated_bytes == 1024 + 2048);
@@ -166,4 +166,26 @@ TEST_CASE("arena_resource works with std::pmr containers", "[arena]") {
   for (int i = 0; i < 1000; ++i) v.push_back(i);
   CHECK(v[999] == 999);
   CHECK(a.bytes_requested() >= 4000);
+}
+
+TEST_CASE("a request near SIZE_MAX is refused and later allocations do not overlap", "[arena]") {
+  arena_resource a{"node", arena_options{.initial_chunk = 4096}};
+  char* first = static_cast<char*>(a.allocate(16, 8));  // the current chunk has room left
+  // p + bytes would wrap for these: the fast path must not take them.
+  for (std::size_t huge : {SIZE_MAX, SIZE_MAX - 8, SIZE_MAX - 4096, SIZE_MAX / 2 + 1})
+    CHECK_THROWS_AS(a.allocate(huge, 8), std::bad_alloc);
+  char* next = static_cast<char*>(a.allocate(16, 8));
+  CHECK(next == first + 16);  // the bump pointer did not move
+  CHECK(a.bytes_requested() == 32);
+}
+
+TEST_CASE("a non-power-of-two alignment throws on the fast path and the slow path alike", "[arena]") {
+  using Catch::Matchers::Contains;
+  arena_resource a{"node", arena_options{.initial_chunk = 4096}};
+  CHECK_THROWS_WITH(a.allocate(8, 3), Contains("alignment 3 is not a power of two"));  // no chunk yet
+  (void)a.allocate(8, 8);                                                              // a chunk with room
+  CHECK_THROWS_WITH(a.allocate(8, 3), Contains("alignment 3 is not a power of two"));
+  CHECK_THROWS_WITH(a.allocate(8, 24), Contains("alignment 24 is not a power of two"));
+  CHECK(a.chunk_count() == 1);
+  CHECK(a.bytes_requested() == 8);
 }

@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <memory_resource>
+#include <vector>
 #include <stdexcept>
 #include <thread>
 
@@ -31,12 +33,13 @@ TEST_CASE("a scope is charged each chunk taken while it is active", "[scope]") {
 TEST_CASE("release lowers a scope's net bytes but not its peak", "[scope]") {
   scope s{"test/scope/release"};
   arena_resource a{"node", chunks_of(4096)};
-  (void)a.allocate(5000, 8);  // 48 + 5000 > 4096: own chunk of 5048
+  constexpr std::size_t H = arena_resource::chunk_header_size;
+  (void)a.allocate(5000, 8);  // H + 5000 > 4096: a chunk of its own, H + 5000 bytes
   (void)a.allocate(100, 8);   // regular chunk 4096
-  CHECK(s.net_bytes() == 9144);
+  CHECK(s.net_bytes() == static_cast<std::int64_t>(H + 5000 + 4096));
   a.release();
   CHECK(s.net_bytes() == 0);
-  CHECK(s.peak_bytes() == 9144);
+  CHECK(s.peak_bytes() == H + 5000 + 4096);
 }
 
 TEST_CASE("the table keeps the per-tag breakdown at the moment of the peak", "[scope]") {
@@ -181,7 +184,7 @@ TEST_CASE("a scope left by another exception records err", "[scope]") {
   CHECK(test::find_entry("test/scope/err", entry_kind::scope).result == "err");
 }
 
-TEST_CASE("user counters are sampled at the peak", "[scope]") {
+TEST_CASE("user counters keep their value at the peak and their last value", "[scope]") {
   {
     scope s{"test/scope/counters"};
     arena_resource a{"node", chunks_of(1024)};
@@ -194,8 +197,28 @@ TEST_CASE("user counters are sampled at the peak", "[scope]") {
   }
   const arenastat::entry e = test::find_entry("test/scope/counters", entry_kind::scope);
   REQUIRE(e.counters.size() == 2);
-  CHECK(e.counters[0] == arenastat::counter_value{"nodes", 20});
-  CHECK(e.counters[1] == arenastat::counter_value{"late", 0});
+  // nodes: 20 when the peak (3072) was reached, 30 last; reports show 20.
+  CHECK(e.counters[0] == arenastat::counter_value{"nodes", 20, 30, true});
+  CHECK(e.counters[0].shown() == 20);
+  // late: first set after the peak, so it had no value then; reports show 5.
+  CHECK(e.counters[1] == arenastat::counter_value{"late", 0, 5, false});
+  CHECK(e.counters[1].shown() == 5);
+}
+
+TEST_CASE("a counter set once at the end of the work shows that value", "[scope]") {
+  // The README's pattern: build, then record the size.
+  {
+    scope s{"test/scope/counter-at-end"};
+    arena_resource a{"node", chunks_of(1024)};
+    std::pmr::vector<int> v{&a};
+    for (int i = 0; i < 1000; ++i) v.push_back(i);
+    s.set_counter("nodes", static_cast<std::int64_t>(v.size()));
+  }
+  const arenastat::entry e = test::find_entry("test/scope/counter-at-end", entry_kind::scope);
+  REQUIRE(e.counters.size() == 1);
+  CHECK(e.counters[0].shown() == 1000);
+  CHECK(e.counters[0].last == 1000);
+  CHECK_FALSE(e.counters[0].at_peak);
 }
 
 TEST_CASE("counters of a scope that never allocates keep their last value", "[scope]") {
@@ -205,7 +228,7 @@ TEST_CASE("counters of a scope that never allocates keep their last value", "[sc
     s.set_counter("items", 7);
   }
   CHECK(test::find_entry("test/scope/counters-idle", entry_kind::scope).counters ==
-        std::vector<arenastat::counter_value>{{"items", 7}});
+        std::vector<arenastat::counter_value>{{"items", 0, 7, false}});
 }
 
 TEST_CASE("bad scope names and counters are rejected clearly", "[scope]") {

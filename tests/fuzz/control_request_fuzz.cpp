@@ -1,5 +1,5 @@
 // libFuzzer target for the control socket's request grammar and line framing
-// (stats/src/control_request.cpp). Built and run by scripts/fuzz.sh.
+// (stats/control/src/control_request.cpp). Built and run by scripts/fuzz.sh.
 // Checks invariants, not just absence of crashes: a parsed request names a
 // known command and carries no control bytes; a refused one has a message;
 // error messages are single lines; the reader never keeps more than the limit.

@@ -129,3 +129,14 @@ TEST_CASE("json: names that are not UTF-8 still give valid JSON", "[json]") {
   const json j = json::parse(text);
   CHECK(j.at("entries").at(0).at("name") == "bad\xEF\xBF\xBD name");
 }
+
+TEST_CASE("json report: counters carry the shown value, the value at the peak and the last value", "[render]") {
+  arenastat::entry e = make_scope("task", 100, {}, 1, 1.0, "ok", 1);
+  e.counters = {{"at", 7, 9, true}, {"late", 0, 5, false}};
+  const auto j = nlohmann::json::parse(
+      arenastat::render_report({e}, sample_process(), arenastat::parse_report_options("--json")));
+  const auto& row = j.at("entries").at(0);
+  CHECK(row["counters"] == nlohmann::json{{"at", 7}, {"late", 5}});
+  CHECK(row["counters_at_peak"] == nlohmann::json{{"at", 7}});  // "late" had no value at the peak
+  CHECK(row["counters_last"] == nlohmann::json{{"at", 9}, {"late", 5}});
+}

@@ -125,3 +125,24 @@ TEST_CASE("text report: negative tag bytes and live bytes keep their sign", "[re
   CHECK_THAT(text, Contains("peak   live  allocated  allocations  frees  heap  name\n"
                             " 10B  -2.0K         0B            0      1   -5B  odd\n"));
 }
+
+TEST_CASE("text report: the result cell counts earlier limit hits and failures", "[render]") {
+  arenastat::entry ok_now = make_scope("req/a", 100, {}, 5, 1.0, "ok", 1);
+  ok_now.oom_count = 2;  // two earlier runs hit their limit; the latest was fine
+  arenastat::entry oom_now = make_scope("req/b", 50, {}, 5, 1.0, "oom", 1);
+  oom_now.oom_count = 3;
+  oom_now.err_count = 1;
+  arenastat::entry clean = make_scope("req/c", 10, {}, 1, 1.0, "ok", 1);
+  const std::string text = arenastat::render_report({ok_now, oom_now, clean}, sample_process(),
+                                                    arenastat::parse_report_options(""));
+  CHECK_THAT(text, Contains("  ok (2 oom)               1  req/a\n"));
+  CHECK_THAT(text, Contains("  oom (3 oom, 1 err)       1  req/b\n"));
+  CHECK_THAT(text, Contains("  ok                       1  req/c\n"));
+}
+
+TEST_CASE("text report: a counter shows its value at the peak, else its last value", "[render]") {
+  arenastat::entry e = make_scope("task", 100, {}, 1, 1.0, "ok", 1);
+  e.counters = {{"at", 7, 9, true}, {"late", 0, 5, false}};
+  const std::string text = arenastat::render_report({e}, sample_process(), arenastat::parse_report_options(""));
+  CHECK_THAT(text, Contains(" at=7,late=5 "));
+}

@@ -2,7 +2,10 @@
 //
 // Allocation bumps a pointer inside the current chunk (inline, no lock, no
 // atomic). When a request does not fit, a new chunk is taken from upstream
-// (the slow path) and reported through the grow hook; deallocate is a no-op;
+// (the slow path) and reported through the grow hook, whose admit() is asked
+// first (a scope's limit refuses a chunk before upstream is asked); the
+// upstream is called under an upstream_call, so tracked resources below do
+// not charge the thread's scopes again (context.hpp); deallocate is a no-op;
 // release() and the destructor give every chunk back, each reported too.
 #pragma once
 #include <cstddef>
@@ -29,7 +32,7 @@ struct arena_options {
 class arena_resource final : public std::pmr::memory_resource {
  public:
   // Bytes of bookkeeping at the start of every chunk.
-  static constexpr std::size_t chunk_header_size = 48;
+  static constexpr std::size_t chunk_header_size = 64;
   static constexpr std::size_t chunk_alignment = alignof(std::max_align_t);
 
   // Throws std::invalid_argument naming the field for a bad tag or policy.
@@ -52,10 +55,15 @@ class arena_resource final : public std::pmr::memory_resource {
   std::pmr::memory_resource* upstream() const noexcept { return upstream_; }
 
  protected:
+  // Fast path: the aligned pointer lies in the current chunk and `bytes` fit
+  // in what is left (compared as a difference: no overflow for any size). A
+  // non-power-of-two alignment (also 0) always takes the slow path, which
+  // throws std::invalid_argument, so every path behaves the same.
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     const auto cur = reinterpret_cast<std::uintptr_t>(cur_);
+    const auto end = reinterpret_cast<std::uintptr_t>(end_);
     const std::uintptr_t p = (cur + alignment - 1) & ~(std::uintptr_t{alignment} - 1);
-    if (p + bytes <= reinterpret_cast<std::uintptr_t>(end_) && p >= cur) [[likely]] {
+    if ((alignment & (alignment - 1)) == 0 && p >= cur && p <= end && bytes <= end - p) [[likely]] {
       cur_ = reinterpret_cast<char*>(p + bytes);
       requested_ += bytes;
       return reinterpret_cast<void*>(p);

@@ -12,6 +12,13 @@ namespace arenastat {
 class grow_hook {
  public:
   virtual ~grow_hook() = default;
+  // Called before a chunk of `bytes` is taken from upstream; may throw
+  // (e.g. limit_exceeded) so that a chunk that cannot be charged is never
+  // asked for. The default admits every chunk.
+  virtual void admit(tag_id tag, std::size_t bytes) {
+    (void)tag;
+    (void)bytes;
+  }
   // A chunk of `bytes` was taken from upstream. Fills the stamp the chunk keeps.
   // May throw (e.g. limit_exceeded): the arena then returns the chunk upstream.
   virtual void on_acquire(charge_stamp& stamp, tag_id tag, std::size_t bytes, account* acct) = 0;
@@ -19,7 +26,8 @@ class grow_hook {
   virtual void on_release(const charge_stamp& stamp, std::size_t bytes) noexcept = 0;
 };
 
-// Charges chunks to the active scopes and the arena's account (charge_chunk / credit_chunk).
+// Charges chunks to the charged scopes and the arena's account (charge_chunk /
+// credit_chunk); admits a chunk only within every charged scope's limit.
 grow_hook& tracking_hook() noexcept;
 
 }  // namespace arenastat

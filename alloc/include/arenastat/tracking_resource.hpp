@@ -12,6 +12,7 @@
 // other upstream is called through its memory_resource interface.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory_resource>
 #include <new>
 #include <string_view>
@@ -43,18 +44,19 @@ class tracking_resource final : public std::pmr::memory_resource {
 
  protected:
   // Hot paths: no call but the upstream's (a tail call when freeing); every
-  // rarer case (a scope active, a first use on this thread, a flush or a new
-  // peak due) goes to one out-of-line function.
+  // rarer case (a scope charged, a first use on this thread, a flush or a new
+  // peak due, a request too large for any object) goes out of line.
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    if (bytes > max_request || scopes_charged()) [[unlikely]] return allocate_slow(bytes, alignment);
     void* p = take(bytes, alignment);
-    if (detail::tls_scopes.depth == 0 && account_->try_on_allocate(bytes, tag_)) [[likely]] return p;
-    return charge_slow(p, bytes, alignment);
+    if (account_->try_on_allocate(bytes, tag_)) [[likely]] return p;
+    return charge_account(p, bytes);
   }
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
     // Credited before the memory goes back so that the upstream call comes
     // last: live bytes may drop a moment early, never late, so no peak is
     // overstated.
-    if (detail::tls_scopes.depth == 0 && account_->try_on_deallocate(bytes, tag_)) [[likely]]
+    if (!scopes_charged() && account_->try_on_deallocate(bytes, tag_)) [[likely]]
       return give(p, bytes, alignment);
     credit_slow(p, bytes, alignment);
   }
@@ -63,8 +65,17 @@ class tracking_resource final : public std::pmr::memory_resource {
   }
 
  private:
-  // Charges the active scopes (giving `p` back if a limit throws), then the account.
-  void* charge_slow(void* p, std::size_t bytes, std::size_t alignment);
+  // Larger than any object (PTRDIFF_MAX): refused with std::bad_alloc before
+  // the upstream is asked (libstdc++'s aligned operator new wraps on sizes
+  // near SIZE_MAX), the account untouched.
+  static constexpr std::size_t max_request = static_cast<std::size_t>(PTRDIFF_MAX);
+
+  // The general path: refuses oversized requests, checks the charged scopes'
+  // limits before asking upstream (under an upstream_call, so tracked
+  // resources below charge only their accounts), then charges the scopes and
+  // the account.
+  void* allocate_slow(std::size_t bytes, std::size_t alignment);
+  void* charge_account(void* p, std::size_t bytes) noexcept;
   void credit_slow(void* p, std::size_t bytes, std::size_t alignment) noexcept;
 
   // The upstream's allocate / deallocate (see the note at the top for new_delete).

@@ -1,5 +1,5 @@
-// The control socket's request grammar, shared by the server (stats/src) and
-// the CLI (stats/cli). Self-contained on purpose: it depends on the standard
+// The control socket's request grammar, shared by the server (stats/control/src) and
+// the CLI (stats/control/cli). Self-contained on purpose: it depends on the standard
 // library only, so the fuzz target (fuzz/control_request_fuzz.cpp) compiles it
 // alone.
 //

@@ -28,7 +28,10 @@ struct scope_access {
     if (s.net_ > s.peak_) {
       s.peak_ = s.net_;
       std::copy_n(s.live_by_tag_, s.tags_high_, s.at_peak_);
-      for (std::uint32_t i = 0; i < s.counter_count_; ++i) s.counters_[i].at_peak = s.counters_[i].value;
+      for (std::uint32_t i = 0; i < s.counter_count_; ++i) {
+        s.counters_[i].at_peak = s.counters_[i].value;
+        s.counters_[i].set_at_peak = true;
+      }
     }
   }
   static void credit(scope& s, tag_id tag, std::int64_t n) noexcept {
@@ -47,46 +50,53 @@ struct scope_access {
 namespace detail {
 namespace {
 
-// Applies credits posted by other threads: only scopes that were active when
-// the chunk was stamped (id <= stamp) and still are get them.
-void credit_up_to(std::uint64_t scope_id, tag_id tag, std::size_t bytes) noexcept {
+// Credits a stamped chunk: only the scopes it was charged to (ids in
+// [first_id, last_id]: ids grow along the stack) that are still active.
+void credit_stamped(std::uint64_t first_id, std::uint64_t last_id, tag_id tag, std::size_t bytes) noexcept {
   thread_scopes& t = tls_scopes;
-  for (std::uint32_t i = 0; i < t.depth && scope_access::id(*t.frames[i]) <= scope_id; ++i)
-    scope_access::credit(*t.frames[i], tag, static_cast<std::int64_t>(bytes));
+  for (std::uint32_t i = 0; i < t.depth && scope_access::id(*t.frames[i]) <= last_id; ++i)
+    if (scope_access::id(*t.frames[i]) >= first_id)
+      scope_access::credit(*t.frames[i], tag, static_cast<std::int64_t>(bytes));
 }
 
 void drain_pending() noexcept {
   thread_state* st = tls_scopes.state;
   if (!st || !st->has_pending.load(std::memory_order_relaxed)) return;
-  for (const pending_credit& c : take_pending(*st)) credit_up_to(c.scope_id, c.tag, c.bytes);
+  for (const pending_credit& c : take_pending(*st)) credit_stamped(c.first_scope_id, c.scope_id, c.tag, c.bytes);
 }
 
 }  // namespace
 
+}  // namespace detail
+
+void check_scope_limits(std::size_t bytes) {
+  detail::drain_pending();
+  detail::thread_scopes& t = detail::tls_scopes;
+  for (std::uint32_t i = t.depth; i-- > t.base;) scope_access::check_limit(*t.frames[i], bytes);  // innermost first
+}
+
 void charge_scopes(tag_id tag, std::size_t bytes) {
-  drain_pending();
-  thread_scopes& t = tls_scopes;
-  for (std::uint32_t i = t.depth; i-- > 0;) scope_access::check_limit(*t.frames[i], bytes);  // innermost first
-  for (std::uint32_t i = 0; i < t.depth; ++i)
+  check_scope_limits(bytes);
+  detail::thread_scopes& t = detail::tls_scopes;
+  for (std::uint32_t i = t.base; i < t.depth; ++i)
     scope_access::charge(*t.frames[i], tag, static_cast<std::int64_t>(bytes));
 }
 
 void credit_scopes(tag_id tag, std::size_t bytes) noexcept {
-  thread_scopes& t = tls_scopes;
-  for (std::uint32_t i = 0; i < t.depth; ++i)
+  detail::thread_scopes& t = detail::tls_scopes;
+  for (std::uint32_t i = t.base; i < t.depth; ++i)
     scope_access::credit(*t.frames[i], tag, static_cast<std::int64_t>(bytes));
 }
-
-}  // namespace detail
 
 charge_stamp charge_chunk(tag_id tag, std::size_t bytes, account* acct) {
   charge_stamp stamp;
   stamp.tag = tag;
   stamp.acct = acct;
   detail::thread_scopes& t = detail::tls_scopes;
-  if (t.depth != 0) {
-    detail::charge_scopes(tag, bytes);
+  if (t.visible != 0) {
+    charge_scopes(tag, bytes);
     stamp.owner = t.state;
+    stamp.first_scope_id = scope_access::id(*t.frames[t.base]);
     stamp.scope_id = scope_access::id(*t.frames[t.depth - 1]);
   }
   if (acct) {
@@ -100,9 +110,9 @@ void credit_chunk(const charge_stamp& stamp, std::size_t bytes) noexcept {
   if (stamp.acct) stamp.acct->on_deallocate(bytes, stamp.tag);
   if (stamp.scope_id == 0) return;
   if (stamp.owner == detail::tls_scopes.state)
-    detail::credit_up_to(stamp.scope_id, stamp.tag, bytes);
+    detail::credit_stamped(stamp.first_scope_id, stamp.scope_id, stamp.tag, bytes);
   else
-    detail::post_credit(*stamp.owner, {stamp.scope_id, stamp.tag, bytes});
+    detail::post_credit(*stamp.owner, {stamp.first_scope_id, stamp.scope_id, stamp.tag, bytes});
 }
 
 scope::scope(std::string_view name, scope_options options) : limit_(options.limit_bytes) {
@@ -115,10 +125,10 @@ scope::scope(std::string_view name, scope_options options) : limit_(options.limi
   detail::thread_state& st = detail::current_thread_state();
   detail::drain_pending();
   id_ = st.next_scope_id++;
-  depth_ = t.depth;
   uncaught_at_entry_ = std::uncaught_exceptions();
   start_ = std::chrono::steady_clock::now();
   t.frames[t.depth++] = this;
+  t.visible = t.depth - t.base;
 }
 
 scope::~scope() {
@@ -129,8 +139,10 @@ scope::~scope() {
   scope** top = t.frames + t.depth;
   scope** me = std::find(t.frames, top, this);
   if (me != top) {
+    if (static_cast<std::uint32_t>(me - t.frames) < t.base) --t.base;  // it was hidden
     std::copy(me + 1, top, me);
     --t.depth;
+    t.visible = t.depth - t.base;
   }
 
   detail::scope_run run;
@@ -146,7 +158,8 @@ scope::~scope() {
   try {
     run.counters.reserve(counter_count_);
     for (std::uint32_t i = 0; i < counter_count_; ++i)
-      run.counters.push_back({counters_[i].name, counters_[i].at_peak});
+      run.counters.push_back(
+          {counters_[i].name, counters_[i].at_peak, counters_[i].value, counters_[i].set_at_peak});
   } catch (...) {
     run.counters.clear();  // out of memory: fold without counters
   }
@@ -157,7 +170,6 @@ void scope::set_counter(std::string_view name, std::int64_t value) {
   for (std::uint32_t i = 0; i < counter_count_; ++i) {
     if (name == counters_[i].name) {
       counters_[i].value = value;
-      if (peak_ == 0) counters_[i].at_peak = value;  // no peak yet: the entry is the peak
       return;
     }
   }
@@ -169,8 +181,7 @@ void scope::set_counter(std::string_view name, std::int64_t value) {
                             std::to_string(max_counters) + " counters; cannot add '" + std::string(name) + "'");
   counter& c = counters_[counter_count_++];
   std::copy(name.begin(), name.end(), c.name);
-  c.value = value;
-  c.at_peak = peak_ == 0 ? value : 0;  // a counter born after the peak had no value then
+  c.value = value;  // no value at the peak until a peak is reached after this
 }
 
 }  // namespace arenastat

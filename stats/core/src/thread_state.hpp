@@ -11,6 +11,7 @@ namespace arenastat::detail {
 
 // A credit for a chunk stamped on this thread but released on another one.
 struct pending_credit {
+  std::uint64_t first_scope_id;
   std::uint64_t scope_id;
   tag_id tag;
   std::size_t bytes;

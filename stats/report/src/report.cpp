@@ -277,10 +277,12 @@ constexpr std::string_view legend =
     "Legend:\n"
     "  peak        largest net bytes: scopes, the largest peak of any run; accounts, peak live bytes\n"
     "  <tag>       bytes of that arena tag at the peak (one column per tag shown)\n"
-    "  counters    user counters at the peak (name=value)\n"
+    "  counters    user counters (name=value): the value at the peak, or the last value set\n"
+    "              when the counter was first set after the peak\n"
     "  count       runs of the scope folded into the table\n"
     "  time        total seconds of all runs\n"
-    "  result      latest run: ok, oom (memory limit hit) or err (left by an exception)\n"
+    "  result      latest run: ok, oom (memory limit hit) or err (left by an exception);\n"
+    "              then, in parentheses, how many of all runs hit their limit or failed\n"
     "  thread      OS thread id of the latest run\n"
     "  live        bytes an account holds now\n"
     "  allocated   bytes an account ever allocated; allocations, frees: number of calls\n";
@@ -290,8 +292,19 @@ std::string counters_cell(const entry& e) {
   std::string s;
   for (const counter_value& c : e.counters) {
     if (!s.empty()) s += ',';
-    s += c.name + '=' + std::to_string(c.value);
+    s += c.name + '=' + std::to_string(c.shown());
   }
+  return s;
+}
+
+// "ok", or the latest result followed by the counts of failed runs over all
+// runs: "ok (2 oom)", "oom (3 oom, 1 err)".
+std::string result_cell(const entry& e) {
+  std::string s = e.result.empty() ? "-" : e.result;
+  std::string failures;
+  if (e.oom_count != 0) failures = std::to_string(e.oom_count) + " oom";
+  if (e.err_count != 0) failures += (failures.empty() ? "" : ", ") + std::to_string(e.err_count) + " err";
+  if (!failures.empty()) s += " (" + failures + ")";
   return s;
 }
 
@@ -317,7 +330,7 @@ void append_scopes(std::string& out, const std::vector<const entry*>& scopes, bo
     r.push_back(counters_cell(*e));
     r.push_back(std::to_string(e->count));
     r.push_back(fmt_fixed(e->time_s, 3));
-    r.push_back(e->result.empty() ? "-" : e->result);
+    r.push_back(result_cell(*e));
     r.push_back(std::to_string(e->thread));
     r.push_back(e->name);
     t.row(std::move(r));
@@ -498,9 +511,15 @@ ojson entry_json(const entry& e) {
   if (e.kind == entry_kind::scope) {
     j["count"] = e.count;
     j["last_peak_bytes"] = e.last_peak_bytes;
-    ojson counters = ojson::object();
-    for (const counter_value& c : e.counters) counters[c.name] = c.value;
+    ojson counters = ojson::object(), at_peak = ojson::object(), last = ojson::object();
+    for (const counter_value& c : e.counters) {
+      counters[c.name] = c.shown();
+      if (c.at_peak) at_peak[c.name] = c.value;
+      last[c.name] = c.last;
+    }
     j["counters"] = std::move(counters);
+    j["counters_at_peak"] = std::move(at_peak);
+    j["counters_last"] = std::move(last);
     j["time_s"] = e.time_s;
     j["last_time_s"] = e.last_time_s;
     j["result"] = e.result;

@@ -36,7 +36,10 @@ class scope {
   scope(const scope&) = delete;
   scope& operator=(const scope&) = delete;
 
-  // Sets a user counter (e.g. node count); its value at the peak is reported.
+  // Sets a user counter (e.g. node count). The table keeps its value when the
+  // peak was reached and the last value set; reports show the value at the
+  // peak when the counter had one then, else the last value (so a counter set
+  // once at the end of the work shows that value).
   // Throws std::invalid_argument for a bad name, std::length_error past max_counters.
   void set_counter(std::string_view name, std::int64_t value);
 
@@ -55,8 +58,9 @@ class scope {
 
   struct counter {
     char name[max_counter_name + 1] = {};
-    std::int64_t value = 0;
-    std::int64_t at_peak = 0;
+    std::int64_t value = 0;    // last value set
+    std::int64_t at_peak = 0;  // value when the latest peak was reached
+    bool set_at_peak = false;  // the counter existed when the latest peak was reached
   };
 
   std::string name_;
@@ -64,7 +68,6 @@ class scope {
   std::uint64_t limit_ = 0;
   std::int64_t net_ = 0;
   std::int64_t peak_ = 0;
-  std::uint32_t depth_ = 0;
   std::uint32_t tags_high_ = 0;     // 1 + highest tag id charged (bounds the snapshot copy)
   std::uint32_t counter_count_ = 0;
   int uncaught_at_entry_ = 0;

@@ -14,9 +14,17 @@ namespace arenastat {
 
 enum class entry_kind { scope, account };
 
+// A scope's user counter (scope::set_counter) in its largest run.
+// `value` is its value when the run reached its peak; `last` the last value
+// set in the run. A counter first set after the peak had no value at the
+// peak (`at_peak` false): reports then show `last` (see shown()).
 struct counter_value {
   std::string name;
-  std::int64_t value = 0;
+  std::int64_t value = 0;  // at the peak
+  std::int64_t last = 0;   // last value set in the run
+  bool at_peak = true;     // the counter had a value when the peak was reached
+  // What text reports show: the value at the peak when it had one, else the last value.
+  std::int64_t shown() const noexcept { return at_peak ? value : last; }
   bool operator==(const counter_value&) const = default;
 };
 
@@ -30,7 +38,7 @@ struct entry {
   // scopes
   std::uint64_t count = 0;                 // runs folded
   std::uint64_t last_peak_bytes = 0;       // peak of the latest run
-  std::vector<counter_value> counters;     // user counters at the largest peak
+  std::vector<counter_value> counters;     // user counters of the largest run (at its peak and last)
   double time_s = 0;                       // total duration of all runs
   double last_time_s = 0;                  // duration of the latest run
   std::string result;                      // latest run: "ok", "oom" or "err"
