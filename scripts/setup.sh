@@ -12,6 +12,7 @@ packages=(
   libbenchmark-dev
   clang-14 libclang-rt-14-dev libfuzzer-14-dev
   gnuplot-nox jq
+  prometheus prometheus-cpp-dev curl
 )
 
 missing=()

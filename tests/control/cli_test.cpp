@@ -71,7 +71,7 @@ TEST_CASE("help lists every command", "[control][cli][threads]") {
   target t(sockets.path());
   const cli_result r = run_cli({t.pid_text(), "help"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
   CHECK(r.status == 0);
-  for (const char* c : {"help", "info", "stats", "baseline", "diff", "reset", "process", "dump"}) {
+  for (const char* c : {"help", "info", "stats", "baseline", "diff", "reset", "process", "dump", "metrics"}) {
     CHECK(r.out.find(std::string("\n  ") + c) != std::string::npos);
   }
 }

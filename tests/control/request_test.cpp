@@ -14,7 +14,7 @@ TEST_CASE("every command word parses to its command", "[control][request]") {
     CHECK(r.value->cmd == c.cmd);
     CHECK(r.value->arguments.empty());
   }
-  CHECK(commands().size() == 8);
+  CHECK(commands().size() == 9);
 }
 
 TEST_CASE("options after the command are kept trimmed", "[control][request]") {

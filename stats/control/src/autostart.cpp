@@ -13,6 +13,7 @@ struct autostart {
   autostart() noexcept {
     arenastat::detail::start_at_exit_from_env();
     arenastat::detail::start_control_from_env();
+    arenastat::detail::start_metrics_from_env();
   }
 };
 // Constructed during static initialisation of the library.

@@ -9,4 +9,7 @@ namespace arenastat::detail {
 // ARENASTAT_CONTROL, ARENASTAT_SOCKET_DIR, ARENASTAT_DUMP_SIGNAL, ... (control/dump).
 void start_control_from_env() noexcept;
 
+// ARENASTAT_METRICS, ARENASTAT_METRICS_DEPTH: the /metrics endpoint (metrics_http.cpp).
+void start_metrics_from_env() noexcept;
+
 }  // namespace arenastat::detail

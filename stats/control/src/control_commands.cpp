@@ -2,6 +2,8 @@
 // command, each rendering from a snapshot. The baseline lives here.
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
@@ -14,6 +16,8 @@
 #include "arenastat/control.hpp"
 #include "arenastat/diff.hpp"
 #include "arenastat/dump.hpp"
+#include "arenastat/metrics_http.hpp"
+#include "arenastat/prometheus.hpp"
 #include "arenastat/report.hpp"
 #include "arenastat/size.hpp"
 #include "arenastat/table.hpp"
@@ -71,6 +75,7 @@ std::string info_body() {
     std::lock_guard lock(b.mutex);
     out += "baseline " + (b.taken ? detail::utc_time_string(b.wall) : std::string("none")) + "\n";
   }
+  out += "metrics_port " + std::to_string(metrics_http::port()) + "\n";  // 0: the /metrics endpoint is off
   return out;
 }
 
@@ -90,6 +95,9 @@ std::string diff_body(const std::string& arguments) {
   const report_options options = parse_report_options(arguments);
   if (options.format == report_format::tree) {
     throw std::invalid_argument("--tree: the diff has no tree view (use text or --json)");
+  }
+  if (options.format == report_format::prometheus) {
+    throw std::invalid_argument("--prometheus: the diff has no exposition (use 'metrics' for the current values)");
   }
   std::vector<entry> before;
   diff_source source;
@@ -155,6 +163,33 @@ std::string process_body(const std::string& arguments) {
   return out;
 }
 
+// metrics [--openmetrics] [--depth=N] (prometheus.hpp); the depth defaults to ARENASTAT_METRICS_DEPTH.
+std::string metrics_body(const std::string& arguments) {
+  metrics_options o{.depth = metrics_depth_from_env()};
+  std::size_t pos = 0;
+  while (pos < arguments.size()) {
+    const std::size_t end = std::min(arguments.find_first_of(" \t", pos), arguments.size());
+    const std::string word = arguments.substr(pos, end - pos);
+    pos = end + 1;
+    if (word.empty()) continue;
+    if (word == "--openmetrics") {
+      o.format = metrics_format::openmetrics;
+    } else if (word.starts_with("--depth=")) {
+      const std::string n = word.substr(8);
+      unsigned d = 0;
+      const auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), d);
+      if (n.empty() || ec != std::errc() || p != n.data() + n.size() || d < 1 || d > max_metrics_depth) {
+        throw std::invalid_argument("metrics: bad option '" + word + "': expected --depth=N with N from 1 to " +
+                                    std::to_string(max_metrics_depth));
+      }
+      o.depth = d;
+    } else {
+      throw std::invalid_argument("metrics: unknown option '" + word + "' (expected --openmetrics or --depth=N)");
+    }
+  }
+  return metrics(o);
+}
+
 std::string dispatch(const wire::request& r) {
   switch (r.cmd) {
     case wire::command::help: return help_body();
@@ -165,6 +200,7 @@ std::string dispatch(const wire::request& r) {
     case wire::command::reset: return reset_body();
     case wire::command::process: return process_body(r.arguments);
     case wire::command::dump: return write_dump(r.arguments) + "\n";
+    case wire::command::metrics: return metrics_body(r.arguments);
   }
   throw std::logic_error("unhandled command");
 }

@@ -5,7 +5,7 @@
 namespace arenastat::wire {
 namespace {
 
-constexpr std::array<command_info, 8> command_table{{
+constexpr std::array<command_info, 9> command_table{{
     {command::help, "help", "", "list the commands", false},
     {command::info, "info", "", "pid, program, socket and connection counters of the server", false},
     {command::stats, "stats", "[-s=SIZE] [-H] [--sort=peak|count|name|live] [--top=N] [--json] [--tree]",
@@ -18,6 +18,8 @@ constexpr std::array<command_info, 8> command_table{{
      "VmRSS, VmHWM, RssAnon and jemalloc's figures when jemalloc is in use", true},
     {command::dump, "dump", "[PATH]",
      "write the summary to PATH (default arenastat.<pid>.<YYYYmmddHHMMSS>.txt) and print its path", true},
+    {command::metrics, "metrics", "[--openmetrics] [--depth=N]",
+     "the Prometheus exposition (text format 0.0.4, or OpenMetrics 1.0.0)", true},
 }};
 
 bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }

@@ -5,7 +5,7 @@
 //
 //   request line = command [ SP options ] LF        at most max_request_bytes
 //   command      = "help" | "info" | "stats" | "baseline" | "diff" | "reset"
-//                | "process" | "dump"
+//                | "process" | "dump" | "metrics"
 //   options      = printable text (bytes 0x20..0x7e and 0x80..0xff, TAB)
 //
 // Every response starts with a status line, "ok" or "error <message>", then
@@ -22,7 +22,7 @@ namespace arenastat::wire {
 // Longest request line accepted, newline included.
 inline constexpr std::size_t max_request_bytes = 4096;
 
-enum class command { help, info, stats, baseline, diff, reset, process, dump };
+enum class command { help, info, stats, baseline, diff, reset, process, dump, metrics };
 
 struct command_info {
   command cmd;

@@ -16,6 +16,7 @@
 
 #include "arenastat/control.hpp"
 #include "arenastat/dump.hpp"
+#include "arenastat/prometheus.hpp"
 #include "control_internal.hpp"
 
 namespace arenastat {
@@ -96,7 +97,8 @@ void dump_thread_main(int fd, std::atomic<bool>* finished) {
     const std::string_view got(bytes, static_cast<std::size_t>(n));
     if (got.find(wake_quit) != std::string_view::npos) break;
     try {
-      detail::warn("arenastat: dump written to " + write_dump() + "\n");
+      detail::warn("arenastat: dump written to " +
+                   (prometheus_dump_from_env() ? write_metrics_file() : write_dump()) + "\n");
     } catch (const std::exception& e) {
       detail::warn(std::string("arenastat: dump on signal failed: ") + e.what() + "\n");
     }

@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "arenastat/prometheus.hpp"
 #include "arenastat/report.hpp"
 #include "arenastat/table.hpp"
 #include "at_exit_env.hpp"
@@ -77,6 +78,10 @@ void print_report_at_exit() noexcept {
   }
   try {
     const std::string text = render_report(snapshot(), read_process_info(), options);
+    if (to_file && options.format == report_format::prometheus) {
+      write_file_atomically(file, text);  // a .prom file for the textfile collector: never half written
+      return;
+    }
     int fd = 2;
     if (to_file) {
       fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);

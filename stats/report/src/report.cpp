@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "arenastat/size.hpp"
+#include "arenastat/prometheus.hpp"
 
 namespace arenastat {
 
@@ -19,7 +20,7 @@ namespace arenastat {
 namespace {
 
 constexpr std::string_view grammar =
-    "-s=SIZE, -H, --sort=peak|count|name|live, --top=N, --json, --tree";
+    "-s=SIZE, -H, --sort=peak|count|name|live, --top=N, --json, --tree, --prometheus";
 
 [[noreturn]] void bad_option(std::string_view option, std::string_view why) {
   throw std::invalid_argument("arenastat: bad option '" + std::string(option) + "': " +
@@ -67,6 +68,8 @@ void apply_option(report_options& o, std::string_view token, bool& json, bool& t
     json = true;
   } else if (token == "--tree") {
     tree = true;
+  } else if (token == "--prometheus") {
+    o.format = report_format::prometheus;  // prometheus.cpp
   } else if (auto v = value_of(token, "-s")) {
     if (v->empty()) bad_option(token, "expected -s=SIZE, e.g. -s=10m");
     try {
@@ -100,7 +103,11 @@ report_options parse_report_options(std::string_view options) {
   if (json && tree)
     throw std::invalid_argument(
         "arenastat: bad option '--json' with '--tree': choose one output format");
-  o.format = json ? report_format::json : tree ? report_format::tree : report_format::text;
+  if (o.format == report_format::prometheus && (json || tree))
+    throw std::invalid_argument(std::string("arenastat: bad option '--prometheus' with '") +
+                                (json ? "--json" : "--tree") + "': choose one output format");
+  if (o.format != report_format::prometheus)
+    o.format = json ? report_format::json : tree ? report_format::tree : report_format::text;
   return o;
 }
 
@@ -567,11 +574,15 @@ std::string render_json(const selection& s, const process_info& p, const report_
 
 std::string render_report(const std::vector<entry>& entries, const process_info& proc,
                           const report_options& options) {
+  if (options.format == report_format::prometheus) {  // every entry: -s, --sort, --top do not apply
+    return render_metrics(entries, proc, read_table_figures(entries), {.depth = metrics_depth_from_env()});
+  }
   const selection s = select(entries, options);
   switch (options.format) {
     case report_format::json: return render_json(s, proc, options);
     case report_format::tree: return render_tree(s, proc, options);
-    case report_format::text: break;
+    case report_format::text:
+    case report_format::prometheus: break;
   }
   return render_text(s, proc, options);
 }

@@ -6,6 +6,7 @@
 //   --top=N   at most N entries
 //   --json    JSON, schema version 1 (docs/report.md)
 //   --tree    names split on '/' as a hierarchy with shares of parent and root
+//   --prometheus  the Prometheus text exposition of every entry (prometheus.hpp)
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -18,7 +19,7 @@
 namespace arenastat {
 
 enum class sort_key { peak, count, name, live };
-enum class report_format { text, tree, json };
+enum class report_format { text, tree, json, prometheus };
 
 struct report_options {
   std::uint64_t min_size = 0;

@@ -1,0 +1,184 @@
+// The in-process /metrics endpoint (metrics_http.hpp).
+//
+// prometheus-cpp's pull module starts and owns the HTTP server (civetweb) and
+// its threads: prometheus::Exposer is constructed with civetweb options and a
+// begin_request callback. The callback answers GET /metrics itself with
+// render_metrics' text, so the bytes Prometheus scrapes are the same as those
+// of `arenastat <pid> metrics` and of the `.prom` files, and the format follows
+// the Accept header (OpenMetrics or text 0.0.4; prometheus-cpp 1.0.1's own
+// serializer writes only the latter). No prometheus::Collectable is
+// registered: one renderer, no copy of the table into MetricFamily objects.
+#include "arenastat/metrics_http.hpp"
+
+#include <unistd.h>
+
+#include <CivetServer.h>
+#include <civetweb.h>
+#include <prometheus/exposer.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "arenastat/prometheus.hpp"
+#include "autostart.hpp"
+#include "sys.hpp"
+
+namespace arenastat::metrics_http {
+namespace {
+
+// Eternal: scrapes may be answered while the program exits.
+struct server_state {
+  std::mutex mutex;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  pid_t owner = 0;  // process that started it (a fork()ed child must not stop it)
+  bool at_exit_registered = false;
+  std::string start_error;  // civetweb's message while starting (guarded by mutex)
+};
+server_state& state() {
+  static server_state* s = new server_state;
+  return *s;
+}
+
+std::atomic<int> served_port{0};
+std::atomic<unsigned> served_depth{1};
+std::atomic<std::uint64_t> scrape_count{0};
+
+void send_text(mg_connection* c, int status, std::string_view reason, std::string_view body) {
+  mg_printf(c,
+            "HTTP/1.1 %d %.*s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
+            "Connection: close\r\n\r\n",
+            status, static_cast<int>(reason.size()), reason.data(), body.size());
+  mg_write(c, body.data(), body.size());
+}
+
+int on_request(mg_connection* c) {
+  const mg_request_info* ri = mg_get_request_info(c);
+  const std::string_view uri = ri != nullptr && ri->local_uri != nullptr ? ri->local_uri : "";
+  const std::string_view method = ri != nullptr && ri->request_method != nullptr ? ri->request_method : "";
+  if (uri != "/metrics") {
+    send_text(c, 404, "Not Found", "arenastat serves /metrics only\n");
+    return 404;
+  }
+  const bool head = method == "HEAD";
+  if (method != "GET" && !head) {
+    send_text(c, 405, "Method Not Allowed", "GET /metrics\n");
+    return 405;
+  }
+  const char* accept = mg_get_header(c, "Accept");
+  const metrics_format format = metrics_format_for_accept(accept != nullptr ? accept : "");
+  std::string body;
+  try {
+    body = metrics({.depth = served_depth.load(std::memory_order_relaxed), .format = format});
+  } catch (const std::exception& e) {
+    send_text(c, 500, "Internal Server Error", std::string("arenastat: ") + e.what() + "\n");
+    return 500;
+  }
+  const std::string type(metrics_content_type(format));
+  mg_printf(c, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+            type.c_str(), body.size());
+  if (!head) mg_write(c, body.data(), body.size());
+  scrape_count.fetch_add(1, std::memory_order_relaxed);
+  return 200;
+}
+
+// civetweb's own log lines: kept as the reason of a failed start, never printed.
+int on_log(const mg_connection*, const char* message) {
+  server_state& s = state();
+  if (s.start_error.empty() && message != nullptr) s.start_error = message;  // under s.mutex during start
+  return 1;
+}
+
+bool valid_address(std::string_view a) {
+  const std::size_t colon = a.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == a.size() || a.size() - colon - 1 > 5) return false;
+  for (char c : a.substr(colon + 1)) {
+    if (c < '0' || c > '9') return false;
+  }
+  const std::string_view host = a.substr(0, colon);
+  if (host.front() == '[') return host.back() == ']' && host.size() > 2;
+  for (char c : host) {
+    if (!((c >= '0' && c <= '9') || c == '.')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int start(const std::string& address, unsigned depth) {
+  server_state& s = state();
+  std::lock_guard lock(s.mutex);
+  if (s.exposer) return served_port.load();
+  if (!valid_address(address)) {
+    throw std::runtime_error("bad address '" + address +
+                             "': expected host:port with a numeric host, e.g. 127.0.0.1:9464 or [::1]:9464");
+  }
+  served_depth.store(depth == 0 ? 1 : depth);
+  static CivetCallbacks callbacks;  // eternal: civetweb keeps a copy, but keep ours alive too
+  callbacks.begin_request = on_request;
+  callbacks.log_message = on_log;
+  s.start_error.clear();
+  try {
+    s.exposer = std::make_unique<prometheus::Exposer>(
+        std::vector<std::string>{"listening_ports", address, "num_threads", "2"}, &callbacks);
+  } catch (const std::exception& e) {
+    std::string why = s.start_error.empty() ? std::string(e.what()) : s.start_error;
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    throw std::runtime_error("cannot listen on " + address + ": " + why);
+  }
+  const std::vector<int> ports = s.exposer->GetListeningPorts();
+  served_port.store(ports.empty() ? 0 : ports.front());
+  s.owner = ::getpid();
+  if (!s.at_exit_registered) {
+    s.at_exit_registered = true;
+    std::atexit([] { stop(); });
+  }
+  return served_port.load();
+}
+
+void stop() noexcept {
+  server_state& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.exposer) return;
+  if (::getpid() != s.owner) {
+    (void)s.exposer.release();  // a fork()ed child: the threads are the parent's
+  } else {
+    s.exposer.reset();  // civetweb stops, waiting for a scrape in progress
+  }
+  served_port.store(0);
+}
+
+bool running() noexcept { return served_port.load() != 0; }
+int port() noexcept { return served_port.load(); }
+std::uint64_t scrapes() noexcept { return scrape_count.load(std::memory_order_relaxed); }
+
+}  // namespace arenastat::metrics_http
+
+namespace arenastat::detail {
+
+void start_metrics_from_env() noexcept {
+  try {
+    const char* depth_env = std::getenv("ARENASTAT_METRICS_DEPTH");
+    const unsigned depth = metrics_depth_from_env();
+    if (depth_env != nullptr && *depth_env != '\0' && std::to_string(depth) != depth_env) {
+      warn("arenastat: ignoring ARENASTAT_METRICS_DEPTH='" + std::string(depth_env) +
+           "': expected a whole number from 1 to " + std::to_string(max_metrics_depth) + "; using 1\n");
+    }
+    const char* value = std::getenv("ARENASTAT_METRICS");
+    if (value == nullptr || *value == '\0' || std::string_view(value) == "0") return;
+    try {
+      metrics_http::start(value, depth);
+    } catch (const std::exception& e) {
+      warn("arenastat: ARENASTAT_METRICS='" + std::string(value) + "': " + e.what() +
+           "; the metrics endpoint is off\n");
+    }
+  } catch (...) {
+    warn("arenastat: the metrics start-up hook failed unexpectedly; the metrics endpoint is off\n");
+  }
+}
+
+}  // namespace arenastat::detail

@@ -1,0 +1,90 @@
+// The table as Prometheus metrics (docs/metrics.md): the text exposition
+// format 0.0.4 and OpenMetrics 1.0.0, rendered from a snapshot by one renderer
+// that serves every way out: the in-process HTTP endpoint (ARENASTAT_METRICS),
+// `arenastat <pid> metrics`, and `.prom` files at exit or on the dump signal.
+//
+// Labels stay bounded: accounts are labelled by name (few, long-lived); scopes
+// are grouped by the first `depth` parts of their name split on '/'
+// (ARENASTAT_METRICS_DEPTH, default 1: "compile/Foo.bar" -> "compile"), the
+// additive figures summed over a group and the peaks the group's maximum.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "arenastat/report.hpp"
+#include "arenastat/table.hpp"
+
+namespace arenastat {
+
+enum class metrics_format {
+  text,         // text/plain; version=0.0.4
+  openmetrics,  // application/openmetrics-text; version=1.0.0
+};
+
+struct metrics_options {
+  unsigned depth = 1;  // parts of a scope name kept in its `scope` label (>= 1)
+  metrics_format format = metrics_format::text;
+};
+
+// Figures about the table itself.
+struct table_figures {
+  std::uint64_t scope_entries = 0;
+  std::uint64_t account_entries = 0;
+  std::uint64_t lost_folds = 0;  // scope runs that could not be stored (out of memory)
+  // Entries refused because the table is full. The table has no cap yet: this
+  // stays empty and no series is exported (never a made-up 0); set it from the
+  // table's overflow counter once the table offers one (read_table_figures).
+  std::optional<std::uint64_t> overflow;
+};
+
+// Counts taken from `entries`, lost folds and overflow read from the table.
+table_figures read_table_figures(const std::vector<entry>& entries);
+
+// Largest accepted ARENASTAT_METRICS_DEPTH.
+inline constexpr unsigned max_metrics_depth = 64;
+
+// ARENASTAT_METRICS_DEPTH when it is a whole number in 1..max_metrics_depth, else 1
+// (a bad value is reported once at start-up, by the control hooks).
+unsigned metrics_depth_from_env() noexcept;
+
+// The `scope` label of a scope name: its first `depth` non-empty parts split on
+// '/', joined by '/' ("compile//a/b", depth 2 -> "compile/a"; "" -> "").
+std::string scope_group(std::string_view name, unsigned depth);
+
+// A label value as the exposition formats want it: invalid UTF-8 bytes become
+// U+FFFD, then '\' -> "\\", '"' -> "\"", LF -> "\n".
+std::string escape_label_value(std::string_view value);
+
+// The exposition of `entries` (pure: used by every entry point and the tests).
+std::string render_metrics(const std::vector<entry>& entries, const process_info& proc,
+                           const table_figures& table, const metrics_options& options);
+
+// Snapshot + render, with the process figures and the table's own.
+std::string metrics(const metrics_options& options);
+
+// "text/plain; version=0.0.4; charset=utf-8" or
+// "application/openmetrics-text; version=1.0.0; charset=utf-8".
+std::string_view metrics_content_type(metrics_format format) noexcept;
+
+// The format to answer an HTTP Accept header with: OpenMetrics when the header
+// accepts application/openmetrics-text with a q-value above 0 and at least that
+// of text/plain; the text format otherwise (no header, */*, anything else).
+metrics_format metrics_format_for_accept(std::string_view accept);
+
+// Writes `text` to `path` atomically, as node_exporter's textfile collector
+// needs: a temporary file in the same directory, then rename(2) over `path`.
+// Throws std::system_error naming the path on failure (the temporary is removed).
+void write_file_atomically(const std::string& path, std::string_view text);
+
+// ARENASTAT_DUMP_FORMAT=prometheus: dumps on the signal are `.prom` files.
+bool prometheus_dump_from_env() noexcept;
+
+// Writes metrics() (text format, ARENASTAT_METRICS_DEPTH) atomically to `path`;
+// with an empty path to arenastat.<pid>.prom in $ARENASTAT_DUMP_DIR (default:
+// the working directory), replaced on every dump. Returns the absolute path.
+std::string write_metrics_file(std::string_view path = {});
+
+}  // namespace arenastat

@@ -1,0 +1,422 @@
+// Prometheus exposition of the table (prometheus.hpp): one renderer for the
+// text format 0.0.4 and OpenMetrics 1.0.0, the scope grouping, atomic files.
+#include "arenastat/prometheus.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <deque>
+#include <cstdlib>
+#include <map>
+#include <system_error>
+
+#include "sys.hpp"
+#include "table_internal.hpp"
+
+namespace arenastat {
+
+namespace {
+
+enum class family_type { gauge, counter };
+
+struct sample {
+  std::string labels;  // "" or {a="x",b="y"}, values escaped
+  std::string value;
+};
+
+// One metric family. `name` is the base name: counters get "_total" on their
+// samples (and in the text format's HELP/TYPE lines, where the family is
+// named after its samples).
+struct family {
+  std::string_view name;
+  family_type type;
+  std::string_view unit;  // "bytes", "seconds" or "" (OpenMetrics UNIT line)
+  std::string_view help;
+  std::vector<sample> samples;
+};
+
+std::string label(std::string_view name, std::string_view value) {
+  std::string out(name);
+  out += "=\"";
+  out += escape_label_value(value);
+  out += '"';
+  return out;
+}
+
+std::string labels(std::initializer_list<std::string> parts) {
+  std::string out = "{";
+  bool first = true;
+  for (const std::string& p : parts) {
+    if (!first) out += ',';
+    out += p;
+    first = false;
+  }
+  out += '}';
+  return out;
+}
+
+std::string number(std::uint64_t v) { return std::to_string(v); }
+std::string number(std::int64_t v) { return std::to_string(v); }
+std::string number(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+// HELP text: '\' and LF escaped (and '"' in OpenMetrics).
+std::string escape_help(std::string_view help, bool openmetrics) {
+  std::string out;
+  for (char c : help) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else if (c == '"' && openmetrics) out += "\\\"";
+    else out += c;
+  }
+  return out;
+}
+
+void render_family(std::string& out, const family& f, metrics_format format) {
+  const bool om = format == metrics_format::openmetrics;
+  const std::string_view type = f.type == family_type::counter ? "counter" : "gauge";
+  std::string sample_name(f.name);
+  if (f.type == family_type::counter) sample_name += "_total";
+  // The text format names the family after its samples; OpenMetrics after its base.
+  const std::string_view family_name = om ? f.name : std::string_view(sample_name);
+  out += "# HELP ";
+  out += family_name;
+  out += ' ';
+  out += escape_help(f.help, om);
+  out += "\n# TYPE ";
+  out += family_name;
+  out += ' ';
+  out += type;
+  out += '\n';
+  if (om && !f.unit.empty()) {
+    out += "# UNIT ";
+    out += family_name;
+    out += ' ';
+    out += f.unit;
+    out += '\n';
+  }
+  for (const sample& s : f.samples) {
+    out += sample_name;
+    out += s.labels;
+    out += ' ';
+    out += s.value;
+    out += '\n';
+  }
+}
+
+// What a scope group adds up: sums of the additive figures, the largest peak
+// and the breakdown of the entry that reached it.
+struct scope_group_figures {
+  std::uint64_t names = 0;
+  std::uint64_t runs = 0;
+  std::uint64_t limit_hits = 0;
+  std::uint64_t errors = 0;
+  double seconds = 0;
+  std::uint64_t peak = 0;
+  const entry* peak_entry = nullptr;
+};
+
+// Length of the valid UTF-8 sequence at s[i], 0 when the bytes there are not one.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xbf;
+  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  else if (c == 0xe0) n = 3, lo = 0xa0;
+  else if (c >= 0xe1 && c <= 0xec) n = 3;
+  else if (c == 0xed) n = 3, hi = 0x9f;
+  else if (c >= 0xee && c <= 0xef) n = 3;
+  else if (c == 0xf0) n = 4, lo = 0x90;
+  else if (c >= 0xf1 && c <= 0xf3) n = 4;
+  else if (c == 0xf4) n = 4, hi = 0x8f;
+  else return 0;
+  if (i + n > s.size()) return 0;
+  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
+    if (b(i + k) < 0x80 || b(i + k) > 0xbf) return 0;
+  }
+  return n;
+}
+
+std::string absolute(const std::string& path) {
+  if (!path.empty() && path.front() == '/') return path;
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof cwd) == nullptr) {
+    throw std::system_error(errno, std::generic_category(), "metrics: cannot read the working directory");
+  }
+  return path.empty() || path == "." ? std::string(cwd) : std::string(cwd) + "/" + path;
+}
+
+}  // namespace
+
+unsigned metrics_depth_from_env() noexcept {
+  const char* v = std::getenv("ARENASTAT_METRICS_DEPTH");
+  if (v == nullptr || *v == '\0') return 1;
+  const std::string_view text(v);
+  unsigned depth = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), depth);
+  if (ec != std::errc() || end != text.data() + text.size() || depth < 1 || depth > max_metrics_depth) return 1;
+  return depth;
+}
+
+std::string scope_group(std::string_view name, unsigned depth) {
+  std::string out;
+  unsigned kept = 0;
+  std::size_t pos = 0;
+  while (pos < name.size() && kept < depth) {
+    std::size_t end = name.find('/', pos);
+    if (end == std::string_view::npos) end = name.size();
+    if (end > pos) {
+      if (kept > 0) out += '/';
+      out.append(name.substr(pos, end - pos));
+      ++kept;
+    }
+    pos = end + 1;
+  }
+  return out;
+}
+
+std::string escape_label_value(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (std::size_t i = 0; i < value.size();) {
+    const std::size_t n = utf8_length(value, i);
+    if (n == 0) {
+      out += "\xef\xbf\xbd";  // U+FFFD
+      ++i;
+      continue;
+    }
+    if (n == 1) {
+      const char c = value[i];
+      if (c == '\\') out += "\\\\";
+      else if (c == '"') out += "\\\"";
+      else if (c == '\n') out += "\\n";
+      else out += c;
+    } else {
+      out.append(value.substr(i, n));
+    }
+    i += n;
+  }
+  return out;
+}
+
+table_figures read_table_figures(const std::vector<entry>& entries) {
+  table_figures t;
+  for (const entry& e : entries) {
+    if (e.kind == entry_kind::scope) ++t.scope_entries;
+    else ++t.account_entries;
+  }
+  t.lost_folds = detail::lost_folds();
+  // t.overflow: set here from the table's overflow counter once the table has a cap.
+  return t;
+}
+
+std::string render_metrics(const std::vector<entry>& entries, const process_info& proc,
+                           const table_figures& table, const metrics_options& options) {
+  const unsigned depth = options.depth == 0 ? 1 : options.depth;
+  std::deque<family> fams;  // add() hands out references: they must survive later additions
+  const auto add = [&fams](std::string_view name, family_type type, std::string_view unit,
+                           std::string_view help) -> std::vector<sample>& {
+    fams.push_back(family{name, type, unit, help, {}});
+    return fams.back().samples;
+  };
+  using enum family_type;
+
+  // Process.
+  add("arenastat_process_rss_bytes", gauge, "bytes", "Resident set size of the process (VmRSS).")
+      .push_back({"", number(proc.rss_bytes)});
+  add("arenastat_process_rss_peak_bytes", gauge, "bytes", "Peak resident set size of the process (VmHWM).")
+      .push_back({"", number(proc.hwm_bytes)});
+  add("arenastat_process_rss_anon_bytes", gauge, "bytes", "Anonymous resident memory of the process (RssAnon).")
+      .push_back({"", number(proc.rss_anon_bytes)});
+  if (proc.jemalloc) {
+    add("arenastat_jemalloc_allocated_bytes", gauge, "bytes", "jemalloc stats.allocated.")
+        .push_back({"", number(proc.je_allocated)});
+    add("arenastat_jemalloc_active_bytes", gauge, "bytes", "jemalloc stats.active.")
+        .push_back({"", number(proc.je_active)});
+    add("arenastat_jemalloc_resident_bytes", gauge, "bytes", "jemalloc stats.resident.")
+        .push_back({"", number(proc.je_resident)});
+    add("arenastat_jemalloc_mapped_bytes", gauge, "bytes", "jemalloc stats.mapped.")
+        .push_back({"", number(proc.je_mapped)});
+  }
+
+  // The table itself.
+  auto& sizes = add("arenastat_table_entries", gauge, "", "Entries in the statistics table, by kind.");
+  sizes.push_back({labels({label("kind", "scope")}), number(table.scope_entries)});
+  sizes.push_back({labels({label("kind", "account")}), number(table.account_entries)});
+  add("arenastat_table_lost_folds", counter, "", "Scope runs that could not be stored in the table (out of memory).")
+      .push_back({"", number(table.lost_folds)});
+  if (table.overflow) {
+    add("arenastat_table_overflow", counter, "", "Entries refused because the table was full.")
+        .push_back({"", number(*table.overflow)});
+  }
+
+  // Scopes, grouped by name prefix.
+  std::map<std::string, scope_group_figures> groups;
+  for (const entry& e : entries) {
+    if (e.kind != entry_kind::scope) continue;
+    scope_group_figures& g = groups[scope_group(e.name, depth)];
+    ++g.names;
+    g.runs += e.count;
+    g.limit_hits += e.oom_count;
+    g.errors += e.err_count;
+    g.seconds += e.time_s;
+    if (g.peak_entry == nullptr || e.peak_bytes > g.peak) {
+      g.peak = e.peak_bytes;
+      g.peak_entry = &e;
+    }
+  }
+  auto& names = add("arenastat_scope_names", gauge, "", "Distinct scope names in the group.");
+  auto& peak = add("arenastat_scope_peak_bytes", gauge, "bytes",
+                   "Largest peak of any run of any scope in the group since start or the last reset.");
+  auto& peak_tag = add("arenastat_scope_peak_tag_bytes", gauge, "bytes",
+                       "Bytes of each arena tag at the moment of the group's largest peak.");
+  auto& runs = add("arenastat_scope_runs", counter, "", "Scope runs folded into the table.");
+  auto& hits = add("arenastat_scope_limit_hits", counter, "", "Scope runs that hit their memory limit.");
+  auto& errors = add("arenastat_scope_errors", counter, "", "Scope runs left by an exception other than their limit.");
+  auto& seconds = add("arenastat_scope_run_seconds", counter, "seconds", "Total duration of the scope runs.");
+  for (const auto& [name, g] : groups) {
+    const std::string l = label("scope", name);
+    const std::string one = labels({l});
+    names.push_back({one, number(g.names)});
+    peak.push_back({one, number(g.peak)});
+    for (const tag_bytes& t : g.peak_entry->at_peak) {
+      peak_tag.push_back({labels({l, label("tag", t.tag)}), number(t.bytes)});
+    }
+    runs.push_back({one, number(g.runs)});
+    hits.push_back({one, number(g.limit_hits)});
+    errors.push_back({one, number(g.errors)});
+    seconds.push_back({one, number(g.seconds)});
+  }
+
+  // Accounts, by name.
+  auto& live = add("arenastat_account_live_bytes", gauge, "bytes", "Bytes an account holds now.");
+  auto& apeak = add("arenastat_account_peak_bytes", gauge, "bytes",
+                    "Peak live bytes of an account since start or the last reset.");
+  auto& tag_live = add("arenastat_account_tag_live_bytes", gauge, "bytes", "Bytes an account holds now, by arena tag.");
+  auto& allocated = add("arenastat_account_allocated_bytes", counter, "bytes", "Bytes ever allocated by an account.");
+  auto& allocs = add("arenastat_account_allocations", counter, "", "Allocations made by an account.");
+  auto& frees = add("arenastat_account_frees", counter, "", "Frees made by an account.");
+  for (const entry& e : entries) {
+    if (e.kind != entry_kind::account) continue;
+    const std::string l = label("account", e.name);
+    const std::string one = labels({l});
+    live.push_back({one, number(e.live_bytes)});
+    apeak.push_back({one, number(e.peak_bytes)});
+    for (const tag_bytes& t : e.live_by_tag) tag_live.push_back({labels({l, label("tag", t.tag)}), number(t.bytes)});
+    allocated.push_back({one, number(e.allocated_bytes)});
+    allocs.push_back({one, number(e.allocations)});
+    frees.push_back({one, number(e.frees)});
+  }
+
+  std::string out;
+  for (const family& f : fams) render_family(out, f, options.format);
+  if (options.format == metrics_format::openmetrics) out += "# EOF\n";
+  return out;
+}
+
+std::string metrics(const metrics_options& options) {
+  std::vector<entry> entries = snapshot();
+  const table_figures table = read_table_figures(entries);
+  return render_metrics(entries, read_process_info(), table, options);
+}
+
+std::string_view metrics_content_type(metrics_format format) noexcept {
+  return format == metrics_format::openmetrics ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+                                               : "text/plain; version=0.0.4; charset=utf-8";
+}
+
+metrics_format metrics_format_for_accept(std::string_view accept) {
+  const auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+  };
+  double om_q = -1, text_q = -1;
+  std::size_t pos = 0;
+  while (pos <= accept.size()) {
+    std::size_t end = accept.find(',', pos);
+    if (end == std::string_view::npos) end = accept.size();
+    const std::string_view item = accept.substr(pos, end - pos);
+    pos = end + 1;
+    const std::size_t semi = item.find(';');
+    const std::string_view type = trim(item.substr(0, semi));
+    double q = 1;
+    if (semi != std::string_view::npos) {
+      std::string_view params = item.substr(semi + 1);
+      while (!params.empty()) {
+        const std::size_t next = params.find(';');
+        const std::string_view p = trim(params.substr(0, next));
+        if (p.starts_with("q=")) {
+          const std::string_view v = p.substr(2);
+          double parsed = 0;
+          const auto r = std::from_chars(v.data(), v.data() + v.size(), parsed);
+          if (r.ec == std::errc()) q = parsed;
+        }
+        if (next == std::string_view::npos) break;
+        params.remove_prefix(next + 1);
+      }
+    }
+    if (type == "application/openmetrics-text") om_q = std::max(om_q, q);
+    else if (type == "text/plain") text_q = std::max(text_q, q);
+  }
+  return om_q > 0 && om_q >= text_q ? metrics_format::openmetrics : metrics_format::text;
+}
+
+void write_file_atomically(const std::string& path, std::string_view text) {
+  static std::atomic<unsigned> serial{0};
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  // Not ending in .prom: the textfile collector never reads a temporary.
+  const std::string temp = dir + "." + base + ".tmp." + std::to_string(::getpid()) + "." +
+                           std::to_string(serial.fetch_add(1, std::memory_order_relaxed));
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "metrics: cannot create " + temp);
+  const auto fail = [&](int err, const std::string& what) {
+    ::unlink(temp.c_str());
+    throw std::system_error(err, std::generic_category(), what);
+  };
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      fail(err, "metrics: cannot write " + temp);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) fail(errno, "metrics: cannot write " + temp);
+  if (::rename(temp.c_str(), path.c_str()) != 0) fail(errno, "metrics: cannot rename " + temp + " to " + path);
+}
+
+bool prometheus_dump_from_env() noexcept {
+  const char* v = std::getenv("ARENASTAT_DUMP_FORMAT");
+  return v != nullptr && std::string_view(v) == "prometheus";
+}
+
+std::string write_metrics_file(std::string_view path) {
+  std::string target;
+  if (!path.empty()) {
+    target = absolute(std::string(path));
+  } else {
+    const char* dir_env = std::getenv("ARENASTAT_DUMP_DIR");
+    const std::string dir = dir_env != nullptr && *dir_env != '\0' ? std::string(dir_env) : std::string(".");
+    target = absolute(dir) + "/arenastat." + std::to_string(::getpid()) + ".prom";
+  }
+  write_file_atomically(target, metrics({.depth = metrics_depth_from_env()}));
+  return target;
+}
+
+}  // namespace arenastat
