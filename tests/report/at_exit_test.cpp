@@ -1,7 +1,9 @@
 // At-exit printing, tested in child processes (child/at_exit_child.cpp) run
 // with the environment set: text to stderr, JSON to a file, bad values, the
 // API, static destruction and fork().
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -296,4 +298,29 @@ TEST_CASE("at exit: jemalloc totals are reported when jemalloc is the allocator"
   CHECK(je.at("resident_bytes") >= je.at("active_bytes"));
   CHECK(je.at("mapped_bytes") >= je.at("active_bytes"));
 #endif
+}
+
+TEST_CASE("at exit: --prometheus writes the exposition to ARENASTAT_AT_EXIT_FILE through a rename",
+          "[at_exit][prometheus]") {
+  const std::string dir = temp_path("-prom");
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  const std::string path = dir + "/app.prom";
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=--prometheus", "ARENASTAT_AT_EXIT_FILE=" + path});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  const std::string text = read_file(path);
+  // child/cache: peak 300, live 200 (at_exit_child.cpp).
+  CHECK_THAT(text, Contains("\narenastat_account_live_bytes{account=\"child/cache\"} 200\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_peak_bytes{account=\"child/cache\"} 300\n"));
+  // Only the file itself is left: the temporary was renamed over it.
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+    }
+    ::closedir(d);
+  }
+  CHECK(names == std::vector<std::string>{"app.prom"});
+  std::remove(path.c_str());
+  ::rmdir(dir.c_str());
 }

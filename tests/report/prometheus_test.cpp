@@ -1,0 +1,272 @@
+// The Prometheus exposition (prometheus.hpp): exact lines derived from the
+// sample entries, the scope grouping and its bound on series, escaping, the
+// OpenMetrics variant, Accept negotiation, --prometheus and atomic files.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "arenastat/prometheus.hpp"
+#include "sample_entries.hpp"
+
+using namespace report_test;
+using namespace arenastat;
+using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
+
+namespace {
+
+table_figures sample_table() { return {.scope_entries = 3, .account_entries = 2, .lost_folds = 0, .overflow = {}}; }
+
+std::string exposition(unsigned depth = 1, metrics_format format = metrics_format::text,
+                       const std::vector<entry>& entries = sample()) {
+  return render_metrics(entries, sample_process(), sample_table(), {.depth = depth, .format = format});
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// Sample lines (not comments) whose metric name is `name` (exactly).
+std::vector<std::string> samples_named(const std::string& text, const std::string& name) {
+  std::vector<std::string> out;
+  for (const std::string& l : lines_of(text)) {
+    if (l.empty() || l[0] == '#') continue;
+    const std::string metric = l.substr(0, l.find_first_of("{ "));
+    if (metric == name) out.push_back(l);
+  }
+  return out;
+}
+
+std::size_t sample_count(const std::string& text) {
+  std::size_t n = 0;
+  for (const std::string& l : lines_of(text)) n += !l.empty() && l[0] != '#';
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("prometheus: accounts are labelled by name with live, peak, tags and counters",
+          "[prometheus]") {
+  const std::string text = exposition();
+  // cache/lru: peak 4096, live 2048, allocated 10000 in 10 allocations, 5 frees, heap 2048 (sample_entries.hpp).
+  const entry lru = sample()[4];
+  const std::string l = "{account=\"" + lru.name + "\"}";
+  CHECK_THAT(text, Contains("\narenastat_account_live_bytes" + l + " " + std::to_string(lru.live_bytes) + "\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_peak_bytes" + l + " " + std::to_string(lru.peak_bytes) + "\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_allocated_bytes_total" + l + " " +
+                            std::to_string(lru.allocated_bytes) + "\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_allocations_total" + l + " " + std::to_string(lru.allocations) + "\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_frees_total" + l + " " + std::to_string(lru.frees) + "\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_tag_live_bytes{account=\"cache/lru\",tag=\"heap\"} 2048\n"));
+}
+
+TEST_CASE("prometheus: scopes are grouped by their first name part, peaks max and runs summed",
+          "[prometheus]") {
+  std::vector<entry> entries = sample();
+  entries[0].oom_count = 1;  // compile/Baz::qux hit its limit once
+  entries[1].err_count = 1;  // compile/Foo::bar left by an exception once
+  const std::string text = exposition(1, metrics_format::text, entries);
+  // compile = compile/Baz::qux (peak 1000, 1 run, 0.25 s) + compile/Foo::bar (peak 3000, 2 runs, 0.5 s).
+  CHECK(samples_named(text, "arenastat_scope_peak_bytes") ==
+        std::vector<std::string>{"arenastat_scope_peak_bytes{scope=\"compile\"} 3000",
+                                 "arenastat_scope_peak_bytes{scope=\"parse\"} 500"});
+  CHECK(samples_named(text, "arenastat_scope_runs_total") ==
+        std::vector<std::string>{"arenastat_scope_runs_total{scope=\"compile\"} 3",
+                                 "arenastat_scope_runs_total{scope=\"parse\"} 5"});
+  CHECK(samples_named(text, "arenastat_scope_names") ==
+        std::vector<std::string>{"arenastat_scope_names{scope=\"compile\"} 2", "arenastat_scope_names{scope=\"parse\"} 1"});
+  CHECK_THAT(text, Contains("\narenastat_scope_limit_hits_total{scope=\"compile\"} 1\n"));
+  CHECK_THAT(text, Contains("\narenastat_scope_errors_total{scope=\"compile\"} 1\n"));
+  CHECK_THAT(text, Contains("\narenastat_scope_run_seconds_total{scope=\"compile\"} 0.75\n"));
+}
+
+TEST_CASE("prometheus: a group's tag breakdown is that of its largest peak", "[prometheus]") {
+  // compile's largest peak is compile/Foo::bar's: node 1000 + resource 2000.
+  CHECK(samples_named(exposition(), "arenastat_scope_peak_tag_bytes") ==
+        std::vector<std::string>{"arenastat_scope_peak_tag_bytes{scope=\"compile\",tag=\"node\"} 1000",
+                                 "arenastat_scope_peak_tag_bytes{scope=\"compile\",tag=\"resource\"} 2000",
+                                 "arenastat_scope_peak_tag_bytes{scope=\"parse\",tag=\"resource\"} 500"});
+}
+
+TEST_CASE("prometheus: a deeper grouping keeps more of the name", "[prometheus]") {
+  CHECK(samples_named(exposition(2), "arenastat_scope_peak_bytes") ==
+        std::vector<std::string>{"arenastat_scope_peak_bytes{scope=\"compile/Baz::qux\"} 1000",
+                                 "arenastat_scope_peak_bytes{scope=\"compile/Foo::bar\"} 3000",
+                                 "arenastat_scope_peak_bytes{scope=\"parse/main\"} 500"});
+}
+
+TEST_CASE("prometheus: scope_group keeps the first non-empty parts", "[prometheus]") {
+  CHECK(scope_group("compile/Foo.bar", 1) == "compile");
+  CHECK(scope_group("compile/Foo.bar", 2) == "compile/Foo.bar");
+  CHECK(scope_group("compile/Foo.bar", 5) == "compile/Foo.bar");
+  CHECK(scope_group("a//b/c", 2) == "a/b");
+  CHECK(scope_group("/a/b", 1) == "a");
+  CHECK(scope_group("plain", 1) == "plain");
+  CHECK(scope_group("", 1) == "");
+}
+
+TEST_CASE("prometheus: 100,000 distinct scope names give a fixed number of series", "[prometheus]") {
+  const auto many = [](std::size_t n) {
+    std::vector<entry> v;
+    for (std::size_t i = 0; i < n; ++i) {
+      // Four kinds, one name per request: "request<k>/<id>".
+      v.push_back(make_scope("request" + std::to_string(i % 4) + "/" + std::to_string(i), 100 + i,
+                             {{"node", static_cast<std::int64_t>(100 + i)}}, 1, 0.001, "ok", 1));
+    }
+    return v;
+  };
+  const std::string small = exposition(1, metrics_format::text, many(8));
+  const std::string big = exposition(1, metrics_format::text, many(100000));
+  // Per kind: names, peak, one tag, runs, limit hits, errors, seconds = 7 series; 4 kinds.
+  // Plus 3 process, 2 table sizes, 1 lost folds; no account.
+  CHECK(sample_count(small) == 4 * 7 + 6);
+  CHECK(sample_count(big) == 4 * 7 + 6);
+  // The largest name of kind 3 is request3/99999: peak 100099.
+  CHECK_THAT(big, Contains("\narenastat_scope_peak_bytes{scope=\"request3\"} 100099\n"));
+  CHECK_THAT(big, Contains("\narenastat_scope_names{scope=\"request0\"} 25000\n"));
+}
+
+TEST_CASE("prometheus: label values are escaped and made valid UTF-8", "[prometheus]") {
+  CHECK(escape_label_value("plain/name") == "plain/name");
+  CHECK(escape_label_value("a\"b") == "a\\\"b");
+  CHECK(escape_label_value("a\\b") == "a\\\\b");
+  CHECK(escape_label_value("a\nb") == "a\\nb");
+  CHECK(escape_label_value("caf\xc3\xa9") == "caf\xc3\xa9");
+  CHECK(escape_label_value("bad\xff") == "bad\xef\xbf\xbd");
+  CHECK(escape_label_value("cut\xe2\x82") == "cut\xef\xbf\xbd\xef\xbf\xbd");
+}
+
+TEST_CASE("prometheus: an account with quotes in its name gets one escaped series", "[prometheus]") {
+  std::vector<entry> v{make_account("say \"hi\"\\now", 7, 7, 7, 1, 0, {})};
+  CHECK(samples_named(exposition(1, metrics_format::text, v), "arenastat_account_live_bytes") ==
+        std::vector<std::string>{"arenastat_account_live_bytes{account=\"say \\\"hi\\\"\\\\now\"} 7"});
+}
+
+TEST_CASE("prometheus: every family has HELP and TYPE lines, counters end in _total", "[prometheus]") {
+  const std::vector<std::string> lines = lines_of(exposition());
+  std::set<std::string> helped, typed;
+  for (const std::string& l : lines) {
+    std::istringstream in(l);
+    std::string hash, kind, name, type;
+    in >> hash >> kind >> name >> type;
+    if (hash != "#") continue;
+    if (kind == "HELP") helped.insert(name);
+    if (kind == "TYPE") {
+      typed.insert(name);
+      CHECK((type == "gauge" || type == "counter"));
+      if (type == "counter") CHECK_THAT(name, EndsWith("_total"));
+      if (type == "gauge") CHECK_FALSE(name.ends_with("_total"));
+    }
+  }
+  CHECK(helped == typed);
+  for (const std::string& l : lines) {
+    if (l.empty() || l[0] == '#') continue;
+    CHECK(typed.count(l.substr(0, l.find_first_of("{ "))) == 1);
+  }
+  CHECK(typed.count("arenastat_process_rss_bytes") == 1);
+  CHECK(typed.count("arenastat_account_allocations_total") == 1);
+}
+
+TEST_CASE("prometheus: the text format names a counter family after its _total samples", "[prometheus]") {
+  CHECK_THAT(exposition(), Contains("# HELP arenastat_account_frees_total Frees made by an account.\n"
+                                    "# TYPE arenastat_account_frees_total counter\n"
+                                    "arenastat_account_frees_total{account=\"cache/index\"} 1\n"));
+}
+
+TEST_CASE("prometheus: OpenMetrics names counter families without _total, adds UNIT and # EOF",
+          "[prometheus]") {
+  const std::string om = exposition(1, metrics_format::openmetrics);
+  CHECK_THAT(om, Contains("# HELP arenastat_account_frees Frees made by an account.\n"
+                          "# TYPE arenastat_account_frees counter\n"
+                          "arenastat_account_frees_total{account=\"cache/index\"} 1\n"));
+  CHECK_THAT(om, Contains("# TYPE arenastat_account_allocated_bytes counter\n"
+                          "# UNIT arenastat_account_allocated_bytes bytes\n"
+                          "arenastat_account_allocated_bytes_total{account=\"cache/index\"} 100\n"));
+  CHECK_THAT(om, EndsWith("\n# EOF\n"));
+  CHECK_FALSE(exposition().find("# EOF") != std::string::npos);
+}
+
+TEST_CASE("prometheus: process figures are gauges in bytes", "[prometheus]") {
+  const std::string text = exposition();
+  const process_info p = sample_process();
+  CHECK_THAT(text, Contains("\narenastat_process_rss_bytes " + std::to_string(p.rss_bytes) + "\n"));
+  CHECK_THAT(text, Contains("\narenastat_process_rss_peak_bytes " + std::to_string(p.hwm_bytes) + "\n"));
+  CHECK_THAT(text, Contains("\narenastat_process_rss_anon_bytes " + std::to_string(p.rss_anon_bytes) + "\n"));
+  CHECK(samples_named(text, "arenastat_jemalloc_allocated_bytes").empty());
+}
+
+TEST_CASE("prometheus: the table's size by kind; no overflow series until the table reports one",
+          "[prometheus]") {
+  const std::string text = exposition();
+  CHECK_THAT(text, Contains("\narenastat_table_entries{kind=\"scope\"} 3\narenastat_table_entries{kind=\"account\"} 2\n"));
+  CHECK_THAT(text, Contains("\narenastat_table_lost_folds_total 0\n"));
+  CHECK(samples_named(text, "arenastat_table_overflow_total").empty());
+  table_figures t = sample_table();
+  t.overflow = 12;
+  const std::string with = render_metrics(sample(), sample_process(), t, {});
+  CHECK(samples_named(with, "arenastat_table_overflow_total") ==
+        std::vector<std::string>{"arenastat_table_overflow_total 12"});
+}
+
+TEST_CASE("prometheus: Accept chooses OpenMetrics only when it is preferred", "[prometheus]") {
+  // What Prometheus 2.42 sends.
+  CHECK(metrics_format_for_accept("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                                  "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1") ==
+        metrics_format::openmetrics);
+  CHECK(metrics_format_for_accept("") == metrics_format::text);
+  CHECK(metrics_format_for_accept("*/*") == metrics_format::text);
+  CHECK(metrics_format_for_accept("text/plain;version=0.0.4") == metrics_format::text);
+  CHECK(metrics_format_for_accept("application/openmetrics-text;q=0") == metrics_format::text);
+  CHECK(metrics_format_for_accept("text/plain;q=0.9, application/openmetrics-text;q=0.5") == metrics_format::text);
+  CHECK(metrics_content_type(metrics_format::text) == "text/plain; version=0.0.4; charset=utf-8");
+  CHECK(metrics_content_type(metrics_format::openmetrics) ==
+        "application/openmetrics-text; version=1.0.0; charset=utf-8");
+}
+
+TEST_CASE("prometheus: --prometheus is a report format of its own", "[prometheus][options]") {
+  CHECK(parse_report_options("--prometheus").format == report_format::prometheus);
+  CHECK_THROWS_WITH(parse_report_options("--prometheus --json"),
+                    "arenastat: bad option '--prometheus' with '--json': choose one output format");
+  // Every entry is exposed: -s and --top do not hide series.
+  CHECK(render(" --prometheus -s=1m --top=1") ==
+        render_metrics(sample(), sample_process(), read_table_figures(sample()), {}));
+}
+
+TEST_CASE("prometheus: write_file_atomically replaces the file and leaves no temporary", "[prometheus]") {
+  char dir_template[] = "/tmp/arenastat-prom-XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template, path = dir + "/m.prom";
+  write_file_atomically(path, "first\n");
+  write_file_atomically(path, "second\n");
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  CHECK(s.str() == "second\n");
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.' || (std::string(e->d_name) != "." && std::string(e->d_name) != "..")) {
+      names.emplace_back(e->d_name);
+    }
+  }
+  ::closedir(d);
+  CHECK(names == std::vector<std::string>{"m.prom"});
+  std::remove(path.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("prometheus: write_file_atomically names a directory that does not exist", "[prometheus]") {
+  CHECK_THROWS_WITH(write_file_atomically("/nonexistent-arenastat-dir/m.prom", "x"),
+                    Contains("/nonexistent-arenastat-dir/.m.prom.tmp."));
+}
