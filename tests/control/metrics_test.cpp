@@ -1,0 +1,167 @@
+// The Prometheus exposition of a live process: `arenastat <pid> metrics`, the
+// in-process /metrics endpoint (ARENASTAT_METRICS) and .prom dumps on the
+// signal (ARENASTAT_DUMP_FORMAT=prometheus).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "harness.hpp"
+
+using namespace control_test;
+using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+// control_target's starting state (programs/control_target.cpp).
+const std::string items_live = "arenastat_account_live_bytes{account=\"cache/items\"} 10000\n";
+
+int metrics_port_of(target& t, const temp_dir& sockets) {
+  const cli_result r = run_cli({t.pid_text(), "info"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  const auto at = r.out.find("metrics_port ");
+  return at == std::string::npos ? -1 : std::stoi(r.out.substr(at + 13));
+}
+
+// One HTTP/1.1 request to 127.0.0.1:port; the whole answer (the server closes).
+std::string http(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return "<connect failed>";
+  }
+  send_all(fd, request);
+  std::string answer = read_all(fd, 10s);
+  ::close(fd);
+  return answer;
+}
+
+std::string get(int port, const std::string& path, const std::string& accept = {}) {
+  std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  if (!accept.empty()) req += "Accept: " + accept + "\r\n";
+  return http(port, req + "\r\n");
+}
+
+// A listening loopback socket on a port the kernel chose.
+struct busy_port {
+  int fd = -1, port = 0;
+  busy_port() {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(fd, 1) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ~busy_port() { ::close(fd); }
+};
+
+std::size_t lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+}  // namespace
+
+TEST_CASE("metrics: arenastat <pid> metrics prints the target's exposition", "[control][metrics][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const cli_result r = run_cli({t.pid_text(), "metrics"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, StartsWith("# HELP arenastat_process_rss_bytes "));
+  CHECK_THAT(r.out, Contains("\n" + items_live));
+  CHECK_THAT(r.out, Contains("\narenastat_scope_peak_bytes{scope=\"task\"} 3000\n"));
+}
+
+TEST_CASE("metrics: --openmetrics and --depth=N are the command's options", "[control][metrics][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  CHECK_THAT(run_cli({t.pid_text(), "metrics", "--openmetrics"}, env).out, EndsWith("\n# EOF\n"));
+  CHECK_THAT(run_cli({t.pid_text(), "metrics", "--depth=2"}, env).out,
+             Contains("\narenastat_scope_peak_bytes{scope=\"task/parse\"} 3000\n"));
+  const cli_result bad = run_cli({t.pid_text(), "metrics", "--depth=0"}, env);
+  CHECK(bad.status == 1);
+  CHECK_THAT(bad.err, Contains("metrics: bad option '--depth=0': expected --depth=N with N from 1 to 64"));
+}
+
+TEST_CASE("metrics: ARENASTAT_METRICS serves /metrics over HTTP", "[control][metrics][threads]") {
+  temp_dir sockets;
+  target t(sockets.path(), {{"ARENASTAT_METRICS", "127.0.0.1:0"}});
+  const int port = metrics_port_of(t, sockets);
+  REQUIRE(port > 0);
+  const std::string answer = get(port, "/metrics");
+  CHECK_THAT(answer, StartsWith("HTTP/1.1 200 OK\r\n"));
+  CHECK_THAT(answer, Contains("\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+  CHECK_THAT(answer, Contains("\n" + items_live));
+  CHECK(t.stderr_text().empty());
+}
+
+TEST_CASE("metrics: the endpoint answers OpenMetrics when Accept prefers it", "[control][metrics][threads]") {
+  temp_dir sockets;
+  target t(sockets.path(), {{"ARENASTAT_METRICS", "127.0.0.1:0"}});
+  const int port = metrics_port_of(t, sockets);
+  REQUIRE(port > 0);
+  const std::string answer = get(port, "/metrics", "application/openmetrics-text;version=1.0.0,text/plain;q=0.5");
+  CHECK_THAT(answer, Contains("\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\n"));
+  CHECK_THAT(answer, EndsWith("\n# EOF\n"));
+}
+
+TEST_CASE("metrics: the endpoint serves /metrics only", "[control][metrics][threads]") {
+  temp_dir sockets;
+  target t(sockets.path(), {{"ARENASTAT_METRICS", "127.0.0.1:0"}});
+  const int port = metrics_port_of(t, sockets);
+  REQUIRE(port > 0);
+  CHECK_THAT(get(port, "/"), StartsWith("HTTP/1.1 404 Not Found\r\n"));
+}
+
+TEST_CASE("metrics: a port in use gives one warning and the program runs on", "[control][metrics][threads]") {
+  temp_dir sockets;
+  busy_port busy;
+  const std::string address = "127.0.0.1:" + std::to_string(busy.port);
+  target t(sockets.path(), {{"ARENASTAT_METRICS", address}});
+  CHECK(t.command("ping") == "done");
+  CHECK(metrics_port_of(t, sockets) == 0);
+  const std::string err = t.stderr_text();
+  CHECK(lines(err) == 1);
+  CHECK_THAT(err, StartsWith("arenastat: ARENASTAT_METRICS='" + address + "': cannot listen on " + address + ": "));
+  CHECK_THAT(err, EndsWith("; the metrics endpoint is off\n"));
+}
+
+TEST_CASE("metrics: a bad address gives one warning and the program runs on", "[control][metrics][threads]") {
+  temp_dir sockets;
+  target t(sockets.path(), {{"ARENASTAT_METRICS", "localhost:http"}});
+  CHECK(t.command("ping") == "done");
+  CHECK(t.stderr_text() ==
+        "arenastat: ARENASTAT_METRICS='localhost:http': bad address 'localhost:http': expected host:port with a "
+        "numeric host, e.g. 127.0.0.1:9464 or [::1]:9464; the metrics endpoint is off\n");
+}
+
+TEST_CASE("metrics: the dump signal writes arenastat.<pid>.prom with ARENASTAT_DUMP_FORMAT=prometheus",
+          "[control][metrics][threads]") {
+  temp_dir sockets, dumps;
+  target t(sockets.path(), {{"ARENASTAT_DUMP_SIGNAL", "USR1"},
+                            {"ARENASTAT_DUMP_FORMAT", "prometheus"},
+                            {"ARENASTAT_DUMP_DIR", dumps.path()}});
+  const std::string path = dumps.file("arenastat." + t.pid_text() + ".prom");
+  ::kill(t.pid(), SIGUSR1);
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!exists(path) && std::chrono::steady_clock::now() < until) {
+    t.command("ping");  // lets the main thread leave read() (TSan runs deferred handlers then)
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(exists(path));
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  CHECK_THAT(s.str(), Contains("\n" + items_live));
+  CHECK(mode_of(path) == 0644);
+}
