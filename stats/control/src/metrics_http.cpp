@@ -37,7 +37,8 @@ struct server_state {
   std::unique_ptr<prometheus::Exposer> exposer;
   pid_t owner = 0;  // process that started it (a fork()ed child must not stop it)
   bool at_exit_registered = false;
-  std::string start_error;  // civetweb's message while starting (guarded by mutex)
+  std::mutex log_mutex;      // guards start_error (civetweb logs from its own threads too)
+  std::string start_error;  // civetweb's first message since the last start
 };
 server_state& state() {
   static server_state* s = new server_state;
@@ -89,7 +90,8 @@ int on_request(mg_connection* c) {
 // civetweb's own log lines: kept as the reason of a failed start, never printed.
 int on_log(const mg_connection*, const char* message) {
   server_state& s = state();
-  if (s.start_error.empty() && message != nullptr) s.start_error = message;  // under s.mutex during start
+  std::lock_guard lock(s.log_mutex);
+  if (s.start_error.empty() && message != nullptr) s.start_error = message;
   return 1;
 }
 
@@ -121,12 +123,19 @@ int start(const std::string& address, unsigned depth) {
   static CivetCallbacks callbacks;  // eternal: civetweb keeps a copy, but keep ours alive too
   callbacks.begin_request = on_request;
   callbacks.log_message = on_log;
-  s.start_error.clear();
+  {
+    std::lock_guard log_lock(s.log_mutex);
+    s.start_error.clear();
+  }
   try {
     s.exposer = std::make_unique<prometheus::Exposer>(
         std::vector<std::string>{"listening_ports", address, "num_threads", "2"}, &callbacks);
   } catch (const std::exception& e) {
-    std::string why = s.start_error.empty() ? std::string(e.what()) : s.start_error;
+    std::string why;
+    {
+      std::lock_guard log_lock(s.log_mutex);
+      why = s.start_error.empty() ? std::string(e.what()) : s.start_error;
+    }
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
     throw std::runtime_error("cannot listen on " + address + ": " + why);
   }
