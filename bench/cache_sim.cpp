@@ -1,0 +1,247 @@
+// cache_sim: replays cache traces through this project's policies (basic_cache
+// with lru and tinylfu) and reference policies (sim/reference_policies.hpp),
+// capacities in entries, every miss admitted; prints the hit rate per policy
+// and size (docs/cache.md, "Trace-driven simulation").
+//
+//   cache_sim [options] TRACE... with options before the traces they apply to:
+//     --sizes=N,N,...      capacities in entries (required before the first trace)
+//     --policies=P,P,...   default: ref_lru,arc,lirs,opt,lru,tinylfu
+//     --csv-column=N --csv-delimiter=C --csv-header   for csv traces
+//     --max-requests=N     read at most N requests of each trace
+//     --json               one JSON object on stdout (the table goes to stderr)
+//     --check-lru          exit 1 unless lru and ref_lru hit exactly alike
+//   TRACE: FORMAT:PATH (lirs, plain, csv, arc, longs; .gz/.xz decompressed) or
+//          GENERATOR[:name=value,...] (loop, zipf, zipf-phase, scan, recency).
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "args.hpp"
+#include "arenastat/cache/cache.hpp"
+#include "sim/reference_policies.hpp"
+#include "sim/synthetic.hpp"
+#include "sim/trace.hpp"
+
+namespace {
+
+using namespace arenastat;
+using sim::trace;
+
+constexpr std::string_view program = "cache_sim";
+constexpr std::string_view usage =
+    "cache_sim [--sizes=N,...] [--policies=P,...] [--csv-column=N] [--csv-delimiter=C] [--csv-header] "
+    "[--max-requests=N] [--json] [--check-lru] TRACE...\n"
+    "  TRACE: FORMAT:PATH (FORMAT lirs, plain, csv, arc or longs; .gz/.xz decompressed)\n"
+    "         or GENERATOR[:name=value,...] (loop, zipf, zipf-phase, scan, recency)";
+
+[[noreturn]] void fail(const std::string& msg) { bench::usage_error(program, usage, msg); }
+
+// Replays t through a policy object with access(key, position) -> hit.
+template <class P>
+std::uint64_t replay(P& p, const trace& t) {
+  std::uint64_t hits = 0;
+  for (std::size_t i = 0; i < t.keys.size(); ++i) hits += p.access(t.keys[i], i);
+  return hits;
+}
+
+// This project's cache with policy Policy: get_or_load, so a miss is counted
+// once and its key stored.
+template <class Policy>
+std::uint64_t replay_cache(const trace& t, std::size_t size) {
+  basic_cache<std::uint64_t, std::uint64_t, Policy> c{"cache_sim", {.max_entries = size, .track = false}};
+  std::uint64_t misses = 0;
+  for (const std::uint32_t k : t.keys) c.get_or_load(k, [&](std::uint64_t) { ++misses; return std::uint64_t{0}; });
+  return t.keys.size() - misses;
+}
+
+struct policy_entry {
+  std::string_view name;
+  std::function<std::uint64_t(const trace&, std::size_t, const std::vector<std::uint32_t>&)> run;
+};
+
+const std::vector<policy_entry>& registry() {
+  static const std::vector<policy_entry> r = {
+      {"ref_lru",
+       [](const trace& t, std::size_t n, const auto&) { sim::reference_lru p(n, t.distinct); return replay(p, t); }},
+      {"arc", [](const trace& t, std::size_t n, const auto&) { sim::arc p(n, t.distinct); return replay(p, t); }},
+      {"lirs", [](const trace& t, std::size_t n, const auto&) { sim::lirs p(n, t.distinct); return replay(p, t); }},
+      {"opt", [](const trace& t, std::size_t n, const auto& next) { sim::opt p(n, next, false); return replay(p, t); }},
+      {"opt_bypass",
+       [](const trace& t, std::size_t n, const auto& next) { sim::opt p(n, next, true); return replay(p, t); }},
+      {"lru", [](const trace& t, std::size_t n, const auto&) { return replay_cache<lru>(t, n); }},
+      {"tinylfu", [](const trace& t, std::size_t n, const auto&) { return replay_cache<tinylfu>(t, n); }},
+  };
+  return r;
+}
+
+const policy_entry* find_policy(std::string_view name) {
+  for (const auto& p : registry())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  for (;;) {
+    const std::size_t cut = s.find(sep);
+    out.push_back(s.substr(0, cut));
+    if (cut == std::string_view::npos) return out;
+    s.remove_prefix(cut + 1);
+  }
+}
+
+trace load(std::string_view spec, const sim::trace_options& opt) {
+  const std::size_t colon = spec.find(':');
+  const std::string head(spec.substr(0, colon));
+  const std::string_view rest = colon == std::string_view::npos ? std::string_view{} : spec.substr(colon + 1);
+  if (sim::is_synthetic(head)) return sim::generate(head, rest);
+  sim::trace_format f;
+  if (colon == std::string_view::npos || !sim::parse_format(head, f))
+    fail("bad trace '" + std::string(spec) +
+         "' (expected FORMAT:PATH with FORMAT lirs, plain, csv, arc or longs, or a generator: loop, zipf, "
+         "zipf-phase, scan, recency)");
+  if (rest.empty()) fail("bad trace '" + std::string(spec) + "': no path after '" + head + ":'");
+  sim::trace t = sim::read_trace(f, std::string(rest), opt);
+  t.name = std::string(spec);
+  return t;
+}
+
+struct row {
+  std::string trace;
+  std::size_t requests, distinct, size;
+  std::string_view policy;
+  std::uint64_t hits;
+};
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::size_t> sizes;
+  std::vector<const policy_entry*> policies;
+  for (const char* n : {"ref_lru", "arc", "lirs", "opt", "lru", "tinylfu"}) policies.push_back(find_policy(n));
+  sim::trace_options topt;
+  bool json = false, check_lru = false, any_trace = false, lru_differs = false;
+  std::vector<row> rows;
+  // --json applies to the whole run wherever it stands.
+  for (int a = 1; a < argc; ++a) json |= std::string_view(argv[a]) == "--json";
+  std::FILE* table = json ? stderr : stdout;
+  for (int a = 1; a < argc; ++a) {
+    const std::string_view arg = argv[a];
+    if (arg == "--json") continue;
+    if (arg == "--check-lru") {
+      check_lru = true;
+      continue;
+    }
+    if (arg == "--csv-header") {
+      topt.csv_header = true;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      std::printf("usage: %.*s\n", static_cast<int>(usage.size()), usage.data());
+      return 0;
+    }
+    if (arg.starts_with("--")) {
+      const std::size_t eq = arg.find('=');
+      const std::string_view opt = arg.substr(0, eq);
+      if (eq == std::string_view::npos) fail("unknown option '" + std::string(arg) + "'");
+      const std::string_view value = arg.substr(eq + 1);
+      if (opt == "--sizes") {
+        sizes.clear();
+        for (std::string_view s : split(value, ','))
+          sizes.push_back(bench::parse_count(program, usage, "--sizes", s, 2, 16'777'215));
+      } else if (opt == "--policies") {
+        policies.clear();
+        for (std::string_view s : split(value, ',')) {
+          const policy_entry* p = find_policy(s);
+          if (!p) {
+            std::string known;
+            for (const auto& e : registry()) known += (known.empty() ? "" : ", ") + std::string(e.name);
+            fail("bad value for --policies: unknown policy '" + std::string(s) + "' (known: " + known + ")");
+          }
+          policies.push_back(p);
+        }
+      } else if (opt == "--csv-column") {
+        topt.csv_column = static_cast<unsigned>(bench::parse_count(program, usage, opt, value, 1, 1000));
+      } else if (opt == "--csv-delimiter") {
+        if (value.size() != 1) fail("bad value for --csv-delimiter: '" + std::string(value) + "' (expected one character)");
+        topt.csv_delimiter = value[0];
+      } else if (opt == "--max-requests") {
+        topt.max_requests = bench::parse_count(program, usage, opt, value, 1, UINT64_MAX);
+      } else {
+        fail("unknown option '" + std::string(arg) + "'");
+      }
+      continue;
+    }
+    if (sizes.empty()) fail("no --sizes before the trace '" + std::string(arg) + "'");
+    any_trace = true;
+    trace t;
+    try {
+      t = load(arg, topt);
+    } catch (const sim::trace_error& e) {
+      std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), e.what());
+      return 1;
+    }
+    if (t.keys.empty()) {
+      std::fprintf(stderr, "%.*s: %s: no requests\n", static_cast<int>(program.size()), program.data(), t.name.c_str());
+      return 1;
+    }
+    std::vector<std::uint32_t> next;
+    for (const auto* p : policies)
+      if (p->name.starts_with("opt") && next.empty()) next = sim::next_uses(t.keys, t.distinct);
+    std::fprintf(table, "%s: %zu requests, %u distinct keys; hit rate %%\n%10s", t.name.c_str(), t.keys.size(),
+                 t.distinct, "size");
+    for (const auto* p : policies) std::fprintf(table, " %10.*s", static_cast<int>(p->name.size()), p->name.data());
+    std::fprintf(table, "\n");
+    for (const std::size_t n : sizes) {
+      std::fprintf(table, "%10zu", n);
+      std::uint64_t lru_hits = UINT64_MAX, ref_hits = UINT64_MAX;
+      for (const auto* p : policies) {
+        const std::uint64_t hits = p->run(t, n, next);
+        if (p->name == "lru") lru_hits = hits;
+        if (p->name == "ref_lru") ref_hits = hits;
+        rows.push_back({t.name, t.keys.size(), t.distinct, n, p->name, hits});
+        std::fprintf(table, " %10.2f", 100.0 * static_cast<double>(hits) / static_cast<double>(t.keys.size()));
+        std::fflush(table);
+      }
+      std::fprintf(table, "\n");
+      if (check_lru && lru_hits != ref_hits) {
+        std::fprintf(stderr, "cache_sim: %s size %zu: lru hits %llu, ref_lru hits %llu\n", t.name.c_str(), n,
+                     static_cast<unsigned long long>(lru_hits), static_cast<unsigned long long>(ref_hits));
+        lru_differs = true;
+      }
+    }
+  }
+  if (!any_trace) fail("no trace given");
+  if (json) {
+    std::printf("{\"version\":1,\"results\":[");
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const row& r = rows[i];
+      std::printf("%s{\"trace\":%s,\"requests\":%zu,\"distinct\":%zu,\"size\":%zu,\"policy\":\"%.*s\",\"hits\":%llu,"
+                  "\"hit_rate\":%.6f}",
+                  i ? "," : "", json_string(r.trace).c_str(), r.requests, r.distinct, r.size,
+                  static_cast<int>(r.policy.size()), r.policy.data(), static_cast<unsigned long long>(r.hits),
+                  static_cast<double>(r.hits) / static_cast<double>(r.requests));
+    }
+    std::printf("]}\n");
+  }
+  if (check_lru && !lru_differs) std::fprintf(table, "lru == ref_lru on every trace and size\n");
+  return lru_differs ? 1 : 0;
+}

@@ -1,0 +1,135 @@
+// synthetic.hpp: generated traces of known shapes for cache_sim, each
+// deterministic for its parameters (splitmix64 seeded by `seed`).
+//
+//   loop        keys 0 .. keys-1 in order, again and again.
+//   zipf        Zipf(theta) over `keys` keys (YCSB's generator, zipf.hpp).
+//   zipf-phase  the same, but halfway through the popular keys become keys
+//               never seen before (a phase change).
+//   scan        Zipf(theta) over a hot set of `keys` keys, with a scan of
+//               `scan` keys never seen before after every `every` requests.
+//   recency     recency-biased: with probability `fresh` a key never seen
+//               before, otherwise the key requested d requests ago, d drawn
+//               from an exponential distribution of mean `mean` (at least 1).
+// Every generator takes `length` (the number of requests) and `seed`.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../zipf.hpp"
+#include "trace.hpp"
+
+namespace arenastat::sim {
+
+// A generator's parameters: name=value pairs with defaults; a name the
+// generator does not know is an error.
+class synth_params {
+ public:
+  synth_params(std::string generator, std::string_view text) : generator_(std::move(generator)) {
+    while (!text.empty()) {
+      const std::size_t comma = text.find(',');
+      const std::string_view item = text.substr(0, comma);
+      const std::size_t eq = item.find('=');
+      if (eq == std::string_view::npos || eq == 0)
+        throw trace_error(generator_ + ": expected name=value, got '" + std::string(item) + "'");
+      values_[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
+      text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    }
+  }
+  std::uint64_t count(const std::string& name, std::uint64_t fallback, std::uint64_t min, std::uint64_t max) {
+    used_.push_back(name);
+    const auto it = values_.find(name);
+    if (it == values_.end()) return fallback;
+    std::uint64_t v = 0;
+    if (!detail::parse_u64(it->second, v) || v < min || v > max)
+      throw trace_error(generator_ + ": bad value for " + name + ": '" + it->second + "' (expected an integer in " +
+                        std::to_string(min) + ".." + std::to_string(max) + ")");
+    return v;
+  }
+  double real(const std::string& name, double fallback, double min, double max) {
+    used_.push_back(name);
+    const auto it = values_.find(name);
+    if (it == values_.end()) return fallback;
+    double v = 0;
+    const std::string& s = it->second;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc{} || p != s.data() + s.size() || !(v >= min && v <= max))
+      throw trace_error(generator_ + ": bad value for " + name + ": '" + s + "' (expected a number in " +
+                        std::to_string(min) + ".." + std::to_string(max) + ")");
+    return v;
+  }
+  // After every parameter was read: a name given but never read is an error.
+  void check_all_used() const {
+    for (const auto& [name, value] : values_) {
+      bool known = false;
+      for (const auto& u : used_) known |= u == name;
+      if (!known) throw trace_error(generator_ + ": unknown parameter '" + name + "'");
+    }
+  }
+
+ private:
+  std::string generator_;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> used_;
+};
+
+inline bool is_synthetic(std::string_view name) {
+  return name == "loop" || name == "zipf" || name == "zipf-phase" || name == "scan" || name == "recency";
+}
+
+// `name` one of is_synthetic's; `params` "name=value,..." (may be empty).
+inline trace generate(const std::string& name, std::string_view params) {
+  synth_params p(name, params);
+  const std::uint64_t length = p.count("length", 1'000'000, 1, 1'000'000'000);
+  const std::uint64_t seed = p.count("seed", 1, 0, UINT64_MAX);
+  trace_builder b(params.empty() ? name : name + ":" + std::string(params));
+  bench::splitmix64 rng(seed);
+  if (name == "loop") {
+    const std::uint64_t keys = p.count("keys", 10'000, 1, 100'000'000);
+    p.check_all_used();
+    for (std::uint64_t i = 0; i < length; ++i) b.add(i % keys);
+  } else if (name == "zipf" || name == "zipf-phase" || name == "scan") {
+    const std::uint64_t keys = p.count("keys", 100'000, 2, 100'000'000);
+    const double theta = p.real("theta", name == "scan" ? 0.8 : 0.99, 0.01, 0.999);
+    const std::uint64_t scan = name == "scan" ? p.count("scan", 5'000, 1, 100'000'000) : 0;
+    const std::uint64_t every = name == "scan" ? p.count("every", 20'000, 1, 1'000'000'000) : 0;
+    p.check_all_used();
+    const bench::zipf_params z(keys, theta);
+    bench::zipf_generator g(z, seed);
+    // Zipf ranks scattered over the key space (rank 0 is not key 0).
+    const auto key_of = [](std::uint64_t rank) { return rank * 0x9E3779B97F4A7C15ull; };
+    std::uint64_t fresh = 1ull << 62;  // scan keys: never a Zipf key
+    for (std::uint64_t i = 0; b.size() < length; ++i) {
+      if (name == "zipf-phase" && b.size() >= length / 2) b.add(key_of(g.next() + keys));
+      else b.add(key_of(g.next()));
+      if (scan && (i + 1) % every == 0)
+        for (std::uint64_t s = 0; s < scan && b.size() < length; ++s) b.add(fresh++);
+    }
+  } else {  // recency
+    const double fresh_share = p.real("fresh", 0.2, 0, 1);
+    const double mean = p.real("mean", 2'000, 1, 1e9);
+    p.check_all_used();
+    std::vector<std::uint64_t> history;  // the keys requested so far
+    history.reserve(length);
+    std::uint64_t fresh = 0;
+    for (std::uint64_t i = 0; i < length; ++i) {
+      std::uint64_t k;
+      if (history.empty() || rng.uniform() < fresh_share) {
+        k = fresh++;
+      } else {
+        const double u = 1 - rng.uniform();  // (0, 1]
+        auto d = static_cast<std::uint64_t>(-mean * std::log(u)) + 1;
+        if (d > history.size()) d = history.size();
+        k = history[history.size() - d];
+      }
+      history.push_back(k);
+      b.add(k);
+    }
+  }
+  return std::move(b).take();
+}
+
+}  // namespace arenastat::sim

@@ -1,0 +1,294 @@
+// trace.hpp: cache traces for the simulator (cache_sim.cpp), read from the
+// common public formats, and their keys renumbered densely (0, 1, ... in order
+// of first appearance) so that policies can keep per-key state in vectors.
+//
+// Formats (FORMAT:PATH on the command line):
+//   lirs   one block number per line; lines starting with '*' are separators
+//          (skipped), as in the LIRS trace suite (Jiang and Zhang).
+//   plain  libCacheSim's plain-text trace: one object id per line; a decimal
+//          id is the key, any other text is hashed (64-bit FNV-1a).
+//   csv    one request per line, the key in column csv_column (1-based) of
+//          fields separated by csv_delimiter; csv_header skips the first line.
+//          Keys as for plain.
+//   arc    the ARC traces (Megiddo and Modha): "start count ..." per line, each
+//          block start .. start + count - 1 one request; further fields ignored.
+//   longs  8-byte big-endian keys back to back (the trace Caffeine's simulator
+//          reads with DataInputStream.readLong, e.g. scarab-recs).
+// A path ending in .gz or .xz is decompressed through `gzip -dc` / `xz -dc`.
+// Lines are at most max_line bytes. Every error throws trace_error naming the
+// file, the line and what was wrong.
+#pragma once
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <sys/wait.h>
+#include <unordered_map>
+#include <vector>
+
+namespace arenastat::sim {
+
+struct trace_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A trace: the requests as dense key ids.
+struct trace {
+  std::string name;
+  std::vector<std::uint32_t> keys;
+  std::uint32_t distinct = 0;
+};
+
+// Renumbers keys densely as they are added.
+class trace_builder {
+ public:
+  explicit trace_builder(std::string name) { t_.name = std::move(name); }
+  void add(std::uint64_t key) {
+    const auto [it, fresh] = ids_.try_emplace(key, t_.distinct);
+    if (fresh) {
+      if (t_.distinct == UINT32_MAX) throw trace_error(t_.name + ": more than 4294967295 distinct keys");
+      ++t_.distinct;
+    }
+    t_.keys.push_back(it->second);
+  }
+  std::size_t size() const noexcept { return t_.keys.size(); }
+  trace take() && { return std::move(t_); }
+
+ private:
+  trace t_;
+  std::unordered_map<std::uint64_t, std::uint32_t> ids_;
+};
+
+enum class trace_format { lirs, plain, csv, arc, longs };
+
+struct trace_options {
+  unsigned csv_column = 1;  // 1-based
+  char csv_delimiter = ',';
+  bool csv_header = false;
+  std::uint64_t max_requests = 0;  // 0: the whole trace
+};
+
+inline constexpr std::size_t max_line = 4096;
+
+inline bool parse_format(std::string_view s, trace_format& f) {
+  if (s == "lirs") f = trace_format::lirs;
+  else if (s == "plain") f = trace_format::plain;
+  else if (s == "csv") f = trace_format::csv;
+  else if (s == "arc") f = trace_format::arc;
+  else if (s == "longs") f = trace_format::longs;
+  else return false;
+  return true;
+}
+
+namespace detail {
+
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+inline bool parse_u64(std::string_view s, std::uint64_t& v) {
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return !s.empty() && ec == std::errc{} && p == s.data() + s.size();
+}
+
+inline std::uint64_t fnv1a(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// A decimal id is the key; other text is hashed.
+inline std::uint64_t key_of_text(std::string_view s) {
+  std::uint64_t v = 0;
+  return parse_u64(s, v) ? v : fnv1a(s);
+}
+
+// A file, or a decompressor's output for .gz / .xz.
+class input {
+ public:
+  explicit input(const std::string& path) : path_(path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) throw trace_error("cannot open '" + path + "': " + std::strerror(errno));
+    const auto ends = [&](std::string_view e) { return path.size() > e.size() && path.ends_with(e); };
+    const char* tool = ends(".gz") ? "gzip" : ends(".xz") ? "xz" : nullptr;
+    if (!tool) {
+      file_ = f;
+      return;
+    }
+    std::fclose(f);
+    std::string quoted = "'";
+    for (char c : path) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    quoted += "'";
+    tool_ = tool;
+    file_ = ::popen((tool_ + " -dc -- " + quoted).c_str(), "r");
+    if (!file_) throw trace_error("cannot start " + tool_ + " for '" + path + "': " + std::strerror(errno));
+  }
+  input(const input&) = delete;
+  input& operator=(const input&) = delete;
+  ~input() {
+    if (file_) close(false);
+  }
+  std::FILE* get() const noexcept { return file_; }
+  // Closes; a decompressor that failed is an error (when `check`).
+  void close(bool check = true) {
+    std::FILE* f = file_;
+    file_ = nullptr;
+    if (tool_.empty()) {
+      std::fclose(f);
+      return;
+    }
+    const int status = ::pclose(f);
+    if (check && (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0))
+      throw trace_error("decompressing '" + path_ + "' with " + tool_ + " failed (not a valid " +
+                        (tool_ == "gzip" ? ".gz" : ".xz") + " file?)");
+  }
+
+ private:
+  std::string path_;
+  std::string tool_;
+  std::FILE* file_ = nullptr;
+};
+
+// Lines of at most max_line bytes (without the newline).
+class line_reader {
+ public:
+  line_reader(std::FILE* f, const std::string& path) : f_(f), path_(path), buf_(1 << 16) {}
+  // The next line, or false at the end.
+  bool next(std::string_view& line) {
+    for (;;) {
+      const char* nl = static_cast<const char*>(std::memchr(buf_.data() + pos_, '\n', end_ - pos_));
+      if (nl) {
+        line = std::string_view(buf_.data() + pos_, static_cast<std::size_t>(nl - (buf_.data() + pos_)));
+        pos_ = static_cast<std::size_t>(nl - buf_.data()) + 1;
+        ++number_;
+        check(line.size());
+        return true;
+      }
+      check(end_ - pos_);
+      if (eof_) {
+        if (pos_ == end_) return false;
+        line = std::string_view(buf_.data() + pos_, end_ - pos_);
+        pos_ = end_;
+        ++number_;
+        return true;
+      }
+      fill();
+    }
+  }
+  std::uint64_t number() const noexcept { return number_; }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw trace_error(path_ + ":" + std::to_string(number_) + ": " + what);
+  }
+
+ private:
+  void check(std::size_t length) const {
+    if (length > max_line)
+      throw trace_error(path_ + ":" + std::to_string(number_ + 1) + ": line longer than " + std::to_string(max_line) +
+                        " bytes");
+  }
+  void fill() {
+    std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+    end_ -= pos_;
+    pos_ = 0;
+    const std::size_t n = std::fread(buf_.data() + end_, 1, buf_.size() - end_, f_);
+    if (n == 0) {
+      if (std::ferror(f_)) throw trace_error("reading '" + path_ + "' failed");
+      eof_ = true;
+    }
+    end_ += n;
+  }
+  std::FILE* f_;
+  std::string path_;
+  std::vector<char> buf_;
+  std::size_t pos_ = 0, end_ = 0;
+  bool eof_ = false;
+  std::uint64_t number_ = 0;
+};
+
+inline std::string_view csv_field(std::string_view line, unsigned column, char delimiter) {
+  for (unsigned c = 1;; ++c) {
+    const std::size_t cut = line.find(delimiter);
+    if (c == column) return trim(line.substr(0, cut));
+    if (cut == std::string_view::npos) return {};
+    line.remove_prefix(cut + 1);
+  }
+}
+
+inline std::string quote(std::string_view s) {
+  if (s.size() > 40) return "'" + std::string(s.substr(0, 40)) + "...'";
+  return "'" + std::string(s) + "'";
+}
+
+}  // namespace detail
+
+// Reads a whole trace (up to opt.max_requests requests).
+inline trace read_trace(trace_format format, const std::string& path, const trace_options& opt = {}) {
+  detail::input in(path);
+  trace_builder b(path);
+  const auto full = [&] { return opt.max_requests != 0 && b.size() >= opt.max_requests; };
+  if (format == trace_format::longs) {
+    unsigned char rec[8];
+    std::uint64_t offset = 0;
+    while (!full()) {
+      const std::size_t n = std::fread(rec, 1, 8, in.get());
+      if (n == 0) break;
+      if (n != 8)
+        throw trace_error(path + ": truncated record at byte " + std::to_string(offset) + " (" + std::to_string(n) +
+                          " of 8 bytes)");
+      std::uint64_t k = 0;
+      for (unsigned char c : rec) k = k << 8 | c;
+      b.add(k);
+      offset += 8;
+    }
+    if (!full()) in.close();
+    return std::move(b).take();
+  }
+  detail::line_reader lines(in.get(), path);
+  std::string_view raw;
+  if (format == trace_format::csv && opt.csv_header) lines.next(raw);
+  while (!full() && lines.next(raw)) {
+    const std::string_view line = detail::trim(raw);
+    switch (format) {
+      case trace_format::lirs: {
+        if (line.empty() || line.front() == '*') break;
+        std::uint64_t k = 0;
+        if (!detail::parse_u64(line, k)) lines.fail("not a block number: " + detail::quote(line));
+        b.add(k);
+        break;
+      }
+      case trace_format::plain:
+        if (!line.empty()) b.add(detail::key_of_text(line));
+        break;
+      case trace_format::csv: {
+        if (line.empty()) break;
+        const std::string_view f = detail::csv_field(line, opt.csv_column, opt.csv_delimiter);
+        if (f.empty()) lines.fail("no field " + std::to_string(opt.csv_column) + " in " + detail::quote(line));
+        b.add(detail::key_of_text(f));
+        break;
+      }
+      case trace_format::arc: {
+        if (line.empty()) break;
+        const std::size_t cut = line.find_first_of(" \t");
+        std::uint64_t start = 0, count = 0;
+        const std::string_view rest = cut == std::string_view::npos ? std::string_view{} : detail::trim(line.substr(cut));
+        const std::string_view second = rest.substr(0, rest.find_first_of(" \t"));
+        if (!detail::parse_u64(line.substr(0, cut), start) || !detail::parse_u64(second, count) || count == 0 ||
+            count > 1'000'000 || start + count < start)
+          lines.fail("expected 'start count' (count 1..1000000): " + detail::quote(line));
+        for (std::uint64_t i = 0; i < count && !full(); ++i) b.add(start + i);
+        break;
+      }
+      case trace_format::longs: break;
+    }
+  }
+  if (!full()) in.close();
+  return std::move(b).take();
+}
+
+}  // namespace arenastat::sim
