@@ -5,7 +5,7 @@
 //
 //   cache_sim [options] TRACE... with options before the traces they apply to:
 //     --sizes=N,N,...      capacities in entries (required before the first trace)
-//     --policies=P,P,...   default: ref_lru,arc,lirs,opt,lru,tinylfu
+//     --policies=P,P,...   default: ref_lru,arc,lirs,opt,lru,tinylfu (also opt_bypass, tinylfu_fixed)
 //     --csv-column=N --csv-delimiter=C --csv-header   for csv traces
 //     --max-requests=N     read at most N requests of each trace
 //     --json               one JSON object on stdout (the table goes to stderr)
@@ -73,6 +73,10 @@ const std::vector<policy_entry>& registry() {
        [](const trace& t, std::size_t n, const auto& next) { sim::opt p(n, next, true); return replay(p, t); }},
       {"lru", [](const trace& t, std::size_t n, const auto&) { return replay_cache<lru>(t, n); }},
       {"tinylfu", [](const trace& t, std::size_t n, const auto&) { return replay_cache<tinylfu>(t, n); }},
+      {"tinylfu_fixed",  // the policy before the adaptive window: the window fixed at 1%
+       [](const trace& t, std::size_t n, const auto&) {
+         return replay_cache<basic_tinylfu<1, 20, true, 8, true, true, false>>(t, n);
+       }},
   };
   return r;
 }

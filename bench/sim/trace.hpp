@@ -166,8 +166,8 @@ class line_reader {
       if (nl) {
         line = std::string_view(buf_.data() + pos_, static_cast<std::size_t>(nl - (buf_.data() + pos_)));
         pos_ = static_cast<std::size_t>(nl - buf_.data()) + 1;
-        ++number_;
         check(line.size());
+        ++number_;
         return true;
       }
       check(end_ - pos_);

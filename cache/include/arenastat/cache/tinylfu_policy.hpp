@@ -65,7 +65,7 @@ namespace arenastat {
 enum class tinylfu_segment : std::uint32_t { window = 0, probation = 1, protected_ = 2 };
 
 template <class Links, unsigned WindowPercent = 1, unsigned SampleFactor = 20, bool Conservative = true,
-          unsigned VictimSample = 8, bool SampleFloor = true, bool SkipStillHandBack = true>
+          unsigned VictimSample = 8, bool SampleFloor = true, bool SkipStillHandBack = true, bool AdaptiveWindow = true>
 class tinylfu_policy {
   static_assert(WindowPercent < 100 && VictimSample >= 1 && SampleFactor >= 1);
 
@@ -73,11 +73,14 @@ class tinylfu_policy {
   explicit tinylfu_policy(Links& links) noexcept : links_(&links) {}
 
   void configure(std::size_t capacity) noexcept {
-    window_max_ = capacity * WindowPercent / 100;
-    if (window_max_ == 0) window_max_ = 1;
-    const std::size_t main = capacity - window_max_;
-    protected_max_ = main * 80 / 100;
+    capacity_ = capacity;
+    set_window(capacity * WindowPercent / 100);
     sketch_.configure(capacity);
+    // Below climb_min_capacity a step (1/16) is under 8 entries: the window stays fixed.
+    climb_period_ = capacity >= climb_min_capacity ? climb_factor * capacity : UINT64_MAX;
+    climb_step_ = initial_step();
+    climb_hits_ = climb_requests_ = 0;
+    climb_previous_ = -1;
   }
   // The sketch's counters, allocated by the cache with its table.
   static constexpr std::size_t memory_bytes(std::uint32_t slot_count) noexcept {
@@ -92,6 +95,7 @@ class tinylfu_policy {
   // touches nothing but the table slot and the node.
   void record(std::uint32_t h) noexcept {
     if (sketch_.increment(h)) [[unlikely]] halve_entries();
+    if constexpr (AdaptiveWindow) count_request(0);
   }
 
   // The entry's state byte is read once and written at most once (a second
@@ -103,18 +107,21 @@ class tinylfu_policy {
     if ((s & segment_mask) == static_cast<std::uint32_t>(tinylfu_segment::probation)) {
       leave_probation(i);
       push_front(protected_, i, t, tinylfu_segment::protected_);
-      if (protected_.size > protected_max_) demote_from_protected();
+      while (protected_.size > protected_max_) demote_from_protected();
     } else {
       // Written only when it changes: a hot entry's node stays clean (and,
       // in a sharded cache, shared between the cores reading it).
       if ((t | reference_bit) != s) links_->set_state(i, t | reference_bit);
     }
     if (counted && sketch_.count_addition()) [[unlikely]] halve_entries();
+    if constexpr (AdaptiveWindow)
+      if (counted) count_request(1);
   }
 
   // The new entry's counter starts at the sketch's estimate of its key.
   void on_insert(std::uint32_t i, std::uint32_t h) noexcept {
-    if (window_.size >= window_max_) enter_probation(leave_clock(window_));
+    // (More than one leaves only after the adaptive window shrank.)
+    while (window_.size >= window_max_ && window_.size != 0) enter_probation(leave_clock(window_));
     links_->set_state(i, sketch_.frequency(h) << count_shift);
     put_front(window_, i, tinylfu_segment::window);
     // The back of the window is the next duel's likely candidate: start
@@ -179,6 +186,7 @@ class tinylfu_policy {
   }
 
   void clear() noexcept {
+    configure(capacity_);
     window_ = {};
     probation_ = {};
     protected_ = {};
@@ -193,6 +201,8 @@ class tinylfu_policy {
     return static_cast<tinylfu_segment>(links_->state(i) & segment_mask);
   }
   std::size_t window_max() const noexcept { return window_max_; }
+  // Window resizes made by the hill climber.
+  std::uint64_t window_adjustments() const noexcept { return window_adjustments_; }
   // Duels decided by the remembered sample floor (no sample taken).
   std::uint64_t floor_decisions() const noexcept { return floor_decisions_; }
   // Leaving entries whose count had not risen (no hand-back needed).
@@ -220,6 +230,44 @@ class tinylfu_policy {
   static constexpr std::uint32_t count_one = 1u << count_shift;
   static constexpr std::uint32_t count_mask = 15u << count_shift;
   static constexpr std::uint32_t raised_bit = 128u;
+
+  // The adaptive window (Caffeine's hill climbing, AdaptiveWindow): every
+  // climb_factor x capacity counted requests the hit rate of that period is
+  // compared with the previous period's; the window keeps moving in the same
+  // direction by the step if the rate did not fall, and turns around if it
+  // fell. The step starts at 1/16 of the capacity and decays by 2% a period;
+  // a change of the hit rate by 5 points or more restarts it (a new phase).
+  // Caches under climb_min_capacity entries keep the fixed window.
+  static constexpr std::uint64_t climb_factor = 10;
+  static constexpr std::size_t climb_min_capacity = 128;
+  double initial_step() const noexcept { return static_cast<double>(capacity_) / 16; }
+  void count_request(std::uint32_t hit) noexcept {
+    climb_hits_ += hit;
+    if (++climb_requests_ >= climb_period_) [[unlikely]] climb();
+  }
+  [[gnu::noinline]] void climb() noexcept {
+    const double rate = static_cast<double>(climb_hits_) / static_cast<double>(climb_requests_);
+    climb_hits_ = climb_requests_ = 0;
+    const double change = climb_previous_ < 0 ? 0 : rate - climb_previous_;
+    climb_previous_ = rate;
+    if (change < 0) climb_step_ = -climb_step_;
+    const double magnitude = climb_step_ < 0 ? -climb_step_ : climb_step_;
+    const auto step = static_cast<std::int64_t>(magnitude < 1 ? 1 : magnitude);
+    const std::int64_t target = static_cast<std::int64_t>(window_max_) + (climb_step_ < 0 ? -step : step);
+    set_window(target < 1 ? 0 : static_cast<std::size_t>(target));
+    ++window_adjustments_;
+    const bool restart = change >= 0.05 || change <= -0.05;
+    climb_step_ = restart ? (climb_step_ < 0 ? -initial_step() : initial_step()) : climb_step_ * 0.98;
+  }
+  // The window's share (at least 1 entry, at most capacity - 1 when the
+  // capacity allows a main segment) and protected's (80% of the rest).
+  // Entries move when they next leave: the window's overflow at the next
+  // insertion, protected's at the next promotion.
+  void set_window(std::size_t w) noexcept {
+    const std::size_t most = capacity_ > 1 ? capacity_ - 1 : 1;
+    window_max_ = w < 1 ? 1 : w > most ? most : w;
+    protected_max_ = (capacity_ - window_max_) * 80 / 100;
+  }
 
   // The sketch has just halved its counters: the entries' counts follow, and
   // the remembered floor no longer holds.
@@ -317,8 +365,12 @@ class tinylfu_policy {
 
   Links* links_;
   detail::index_list window_, probation_, protected_;
+  std::size_t capacity_ = 0;
   std::size_t window_max_ = 1;
   std::size_t protected_max_ = 0;
+  // Hill climbing (AdaptiveWindow).
+  std::uint64_t climb_period_ = 0, climb_hits_ = 0, climb_requests_ = 0, window_adjustments_ = 0;
+  double climb_previous_ = -1, climb_step_ = 0;
   // The least frequency of the probation sample at the last duel that
   // sampled it (-1: none, or the sample changed or counts were halved since).
   // Counts only rise between halvings, so while it holds the present least
@@ -335,12 +387,13 @@ class tinylfu_policy {
 // SampleFloor and SkipStillHandBack only save work (a test compares them
 // against a cache without them).
 template <unsigned WindowPercent = 1, unsigned SampleFactor = 20, bool Conservative = true, unsigned VictimSample = 8,
-          bool SampleFloor = true, bool SkipStillHandBack = true>
+          bool SampleFloor = true, bool SkipStillHandBack = true, bool AdaptiveWindow = true>
 struct basic_tinylfu {
   static constexpr bool keeps_state = true;  // segment, reference bit, count, count-rose bit per entry
   template <class Links>
   using policy =
-      tinylfu_policy<Links, WindowPercent, SampleFactor, Conservative, VictimSample, SampleFloor, SkipStillHandBack>;
+      tinylfu_policy<Links, WindowPercent, SampleFactor, Conservative, VictimSample, SampleFloor, SkipStillHandBack,
+                     AdaptiveWindow>;
   static constexpr std::string_view name = "tinylfu";
 };
 using tinylfu = basic_tinylfu<>;

@@ -1,0 +1,201 @@
+// The simulator's pieces (bench/sim/): the trace readers and their error
+// messages, and the reference policies on tiny traces traced by hand.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "arenastat/cache/cache.hpp"
+#include "../../bench/sim/reference_policies.hpp"
+#include "../../bench/sim/synthetic.hpp"
+#include "../../bench/sim/trace.hpp"
+
+using namespace arenastat;
+using sim::trace;
+
+namespace {
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const std::string path = "sim_test_" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+trace keys_trace(std::vector<std::uint32_t> keys) {
+  trace t;
+  t.keys = std::move(keys);
+  for (std::uint32_t k : t.keys) t.distinct = k + 1 > t.distinct ? k + 1 : t.distinct;
+  return t;
+}
+
+template <class P>
+std::vector<bool> hits_of(P& p, const trace& t) {
+  std::vector<bool> h;
+  for (std::size_t i = 0; i < t.keys.size(); ++i) h.push_back(p.access(t.keys[i], i));
+  return h;
+}
+
+std::string error_of(sim::trace_format f, const std::string& path, sim::trace_options o = {}) {
+  try {
+    sim::read_trace(f, path, o);
+  } catch (const sim::trace_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// java.util.Random as its documentation specifies it (a 48-bit LCG), for
+// Caffeine's Clairvoyant test trace.
+struct java_random {
+  std::uint64_t seed;
+  explicit java_random(std::uint64_t s) : seed((s ^ 0x5DEECE66Dull) & ((1ull << 48) - 1)) {}
+  std::int32_t next(int bits) {
+    seed = (seed * 0x5DEECE66Dull + 0xB) & ((1ull << 48) - 1);
+    return static_cast<std::int32_t>(static_cast<std::int64_t>(seed) >> (48 - bits));
+  }
+  std::int32_t next_int(std::int32_t bound) {  // bound not a power of two
+    std::int32_t r = next(31), u = r;
+    while (static_cast<std::int64_t>(u) - (r = u % bound) + (bound - 1) > INT32_MAX) u = next(31);
+    return r;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("sim: lirs format skips '*' separators and renumbers keys densely", "[cache][sim]") {
+  const trace t = sim::read_trace(sim::trace_format::lirs, write_file("a.lirs", "7\n9\n*\n7\n 12 \r\n"));
+  CHECK(t.keys == std::vector<std::uint32_t>{0, 1, 0, 2});
+  CHECK(t.distinct == 3);
+}
+
+TEST_CASE("sim: arc format expands start and count into one request per block", "[cache][sim]") {
+  const trace t = sim::read_trace(sim::trace_format::arc, write_file("a.arc", "10 3 0 1\n11 2 5 6\n"));
+  CHECK(t.keys == std::vector<std::uint32_t>{0, 1, 2, 1, 2});
+}
+
+TEST_CASE("sim: csv takes the key from the chosen column after the header", "[cache][sim]") {
+  const trace t = sim::read_trace(sim::trace_format::csv, write_file("a.csv", "t,op,key\n1,r,5\n2,w,abc\n3,r,5\n"),
+                                  {.csv_column = 3, .csv_header = true});
+  CHECK(t.keys == std::vector<std::uint32_t>{0, 1, 0});
+}
+
+TEST_CASE("sim: longs are 8-byte big-endian keys", "[cache][sim]") {
+  std::string bytes(16, '\0');
+  bytes[7] = 1;   // key 1
+  bytes[14] = 1;  // key 256
+  const trace t = sim::read_trace(sim::trace_format::longs, write_file("a.longs", bytes + bytes.substr(0, 8)));
+  CHECK(t.keys == std::vector<std::uint32_t>{0, 1, 0});
+}
+
+TEST_CASE("sim: a gzip-compressed trace is read through gzip", "[cache][sim]") {
+  const std::string path = write_file("b.lirs", "1\n2\n1\n");
+  REQUIRE(std::system(("gzip -kf " + path).c_str()) == 0);
+  CHECK(sim::read_trace(sim::trace_format::lirs, path + ".gz").keys == std::vector<std::uint32_t>{0, 1, 0});
+}
+
+TEST_CASE("sim: every bad input is named", "[cache][sim]") {
+  using f = sim::trace_format;
+  CHECK(error_of(f::lirs, "/nonexistent/t") == "cannot open '/nonexistent/t': No such file or directory");
+  const std::string bad = write_file("bad.lirs", "1\n2\nx3\n");
+  CHECK(error_of(f::lirs, bad) == bad + ":3: not a block number: 'x3'");
+  const std::string arc = write_file("bad.arc", "5\n");
+  CHECK(error_of(f::arc, arc) == arc + ":1: expected 'start count' (count 1..1000000): '5'");
+  const std::string csv = write_file("bad.csv", "1,2\n");
+  CHECK(error_of(f::csv, csv, {.csv_column = 3}) == csv + ":1: no field 3 in '1,2'");
+  const std::string longs = write_file("bad.longs", std::string(11, '\1'));
+  CHECK(error_of(f::longs, longs) == longs + ": truncated record at byte 8 (3 of 8 bytes)");
+  const std::string long_line = write_file("long.lirs", "1\n" + std::string(5000, '7') + "\n");
+  CHECK(error_of(f::lirs, long_line) == long_line + ":2: line longer than 4096 bytes");
+  const std::string not_gz = write_file("not.gz", "plain text");
+  CHECK(error_of(f::lirs, not_gz) == "decompressing '" + not_gz + "' with gzip failed (not a valid .gz file?)");
+}
+
+TEST_CASE("sim: a generator's unknown parameter or bad value is named", "[cache][sim]") {
+  CHECK_THROWS_WITH(sim::generate("loop", "keys=10,size=3"), "loop: unknown parameter 'size'");
+  CHECK_THROWS_WITH(sim::generate("zipf", "theta=2"),
+                    "zipf: bad value for theta: '2' (expected a number in 0.010000..0.999000)");
+  CHECK(sim::generate("loop", "keys=3,length=7").keys == std::vector<std::uint32_t>{0, 1, 2, 0, 1, 2, 0});
+}
+
+TEST_CASE("sim: ARC on a hand-traced sequence (c = 2)", "[cache][sim]") {
+  // 1 2 miss: T1 = [2 1]. 1 hit: T2 = [1], T1 = [2]. 3 miss, case IV B
+  // (|T1|+|B1| = 1 < 2, total 2 >= 2): REPLACE with p = 0: |T1| = 1 > 0, 2 to B1.
+  // 2 (in B1, case II): p = 1; REPLACE: |T1| = 1 is not > p, so T2's LRU 1 to
+  // B2; T2 = [2]. 1 (in B2, case III): p = 0; REPLACE: |T1| = 1 > 0: 3 to B1;
+  // T2 = [1 2]. 3 (in B1): p = 1; REPLACE: T1 empty: T2's LRU 2 to B2; T2 = [3 1].
+  // 2 (in B2): p = 0; REPLACE: T1 empty: 1 to B2; T2 = [2 3]. 3: a hit.
+  const trace t = keys_trace({1, 2, 1, 3, 2, 1, 3, 2, 3});
+  sim::arc a(2, t.distinct);
+  CHECK(hits_of(a, t) == std::vector<bool>{false, false, true, false, false, false, false, false, true});
+  CHECK(a.target() == 0);
+}
+
+TEST_CASE("sim: OPT evicts the key used farthest in the future", "[cache][sim]") {
+  // c = 2: 1 2 miss; 3 miss evicts 2 (next use 6) rather than 1 (next use 3);
+  // 1 hit; 2 miss evicts 3 (never used again) ... 1 hit.
+  const trace t = keys_trace({1, 2, 3, 1, 2, 1});
+  const auto next = sim::next_uses(t.keys, t.distinct);
+  CHECK(next == std::vector<std::uint32_t>{3, 4, 6, 5, 6, 6});
+  sim::opt o(2, next, false);
+  CHECK(hits_of(o, t) == std::vector<bool>{false, false, false, true, false, true});
+}
+
+TEST_CASE("sim: opt_bypass reproduces Caffeine's Clairvoyant figures", "[cache][sim]") {
+  // Caffeine's ClairvoyantPolicyTest: A B C A B at size 2 gives 2 hits; and
+  // 2000 keys of java.util.Random(42).nextInt(50) at size 8 give 905 hits.
+  const trace small = keys_trace({0, 1, 2, 0, 1});
+  const auto n1 = sim::next_uses(small.keys, small.distinct);
+  sim::opt o1(2, n1, true);
+  std::uint64_t hits = 0;
+  for (std::size_t i = 0; i < small.keys.size(); ++i) hits += o1.access(small.keys[i], i);
+  CHECK(hits == 2);
+  java_random r(42);
+  std::vector<std::uint32_t> keys;
+  for (int i = 0; i < 2000; ++i) keys.push_back(static_cast<std::uint32_t>(r.next_int(50)));
+  const trace t = keys_trace(keys);
+  const auto next = sim::next_uses(t.keys, t.distinct);
+  sim::opt o(8, next, true);
+  hits = 0;
+  for (std::size_t i = 0; i < t.keys.size(); ++i) hits += o.access(t.keys[i], i);
+  CHECK(hits == 905);
+}
+
+TEST_CASE("sim: LIRS keeps a loop's LIR set where LRU hits nothing", "[cache][sim]") {
+  // c = 3 (LIR 2, HIR 1) over the loop 0 1 2 3: after the warm-up 0 and 1
+  // are LIR and stay; each pass hits them and misses 2 and 3.
+  std::vector<std::uint32_t> keys;
+  for (int pass = 0; pass < 10; ++pass)
+    for (std::uint32_t k = 0; k < 4; ++k) keys.push_back(k);
+  const trace t = keys_trace(keys);
+  sim::lirs l(3, t.distinct);
+  sim::reference_lru r(3, t.distinct);
+  std::uint64_t lirs_hits = 0, lru_hits = 0;
+  for (std::size_t i = 0; i < t.keys.size(); ++i) {
+    lirs_hits += l.access(t.keys[i], i);
+    lru_hits += r.access(t.keys[i], i);
+  }
+  CHECK(lru_hits == 0);
+  CHECK(lirs_hits == 9 * 2);
+}
+
+TEST_CASE("sim: this project's LRU equals the reference LRU on generated traces", "[cache][sim]") {
+  for (const char* spec : {"recency:length=50000,mean=300", "scan:keys=2000,scan=700,every=3000,length=50000",
+                           "zipf-phase:keys=5000,length=50000"}) {
+    const std::string s(spec);
+    const trace t = sim::generate(s.substr(0, s.find(':')), s.substr(s.find(':') + 1));
+    for (std::size_t size : {16u, 500u, 3000u}) {
+      sim::reference_lru ref(size, t.distinct);
+      lru_cache<std::uint64_t, std::uint64_t> c{"test.sim.lru", {.max_entries = size, .track = false}};
+      std::uint64_t ref_hits = 0, misses = 0;
+      for (std::size_t i = 0; i < t.keys.size(); ++i) {
+        ref_hits += ref.access(t.keys[i], i);
+        c.get_or_load(t.keys[i], [&](std::uint64_t) { ++misses; return std::uint64_t{0}; });
+      }
+      INFO(spec << " size " << size);
+      CHECK(t.keys.size() - misses == ref_hits);
+    }
+  }
+}
