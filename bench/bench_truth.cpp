@@ -33,7 +33,7 @@
 // (scripts/truth.sh compares).
 //
 // Usage: bench_truth [--scale=F] [--quick] [--mode=tracked|plain]
-//                    [--only=all|compiler|symbols|cache|queue] [--json]
+//                    [--only=all|compiler|symbols|cache|queue] [--json[=FILE]]
 // Exit status: 0 all checks met (or not applicable), 1 a check failed,
 // 2 usage or environment error (e.g. an unreadable /proc file).
 #include <arenastat/arenastat.hpp>
@@ -54,6 +54,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -78,7 +79,7 @@ namespace {
 
 constexpr std::string_view program = "bench_truth";
 constexpr std::string_view usage =
-    "bench_truth [--scale=F] [--quick] [--mode=tracked|plain] [--only=all|compiler|symbols|cache|queue] [--json]";
+    "bench_truth [--scale=F] [--quick] [--mode=tracked|plain] [--only=all|compiler|symbols|cache|queue] [--json[=FILE]]";
 
 // ---------------------------------------------------------------------------
 // Allocation sites: one distinct function per heap component, never inlined,
@@ -87,13 +88,15 @@ constexpr std::string_view usage =
 
 std::atomic<std::uint64_t> compiler_site_calls{0}, symbols_site_calls{0}, cache_site_calls{0};
 
+// malloc, not operator new: Debian's libjemalloc also defines operator new,
+// which does not go through malloc, so heaptrack (which intercepts malloc,
+// aligned_alloc, free, ...) would not see it.
 inline void* heap_new(std::size_t n, std::size_t a) {
-  return a > __STDCPP_DEFAULT_NEW_ALIGNMENT__ ? ::operator new(n, std::align_val_t{a}) : ::operator new(n);
+  void* p = a > alignof(std::max_align_t) ? std::aligned_alloc(a, (n + a - 1) / a * a) : std::malloc(n == 0 ? 1 : n);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
 }
-inline void heap_delete(void* p, std::size_t n, std::size_t a) noexcept {
-  if (a > __STDCPP_DEFAULT_NEW_ALIGNMENT__) ::operator delete(p, n, std::align_val_t{a});
-  else ::operator delete(p, n);
-}
+inline void heap_delete(void* p, std::size_t, std::size_t) noexcept { std::free(p); }
 
 [[gnu::noinline]] void* compiler_heap_alloc(std::size_t n, std::size_t a) {
   void* p = heap_new(n, a);
@@ -154,12 +157,19 @@ inline void note_windows(std::int64_t d) noexcept {
   }
 }
 
-// Counts what passes through it: live bytes, peak, calls, and optionally the
-// bytes jemalloc really reserves (nallocx, jemalloc's own answer).
+// How the blocks below a counting layer are sized by jemalloc (jemalloc is
+// the process's malloc here: Debian's jemalloc is unprefixed).
+enum class sizing {
+  malloc,          // heap_new: malloc(n) -> nallocx(n, 0); aligned_alloc -> with the alignment
+  jemalloc_arena,  // jemalloc_resource: mallocx(max(n, 1), MALLOCX_ALIGN(a))
+};
+
+// Counts what passes through it: live bytes, peak, calls, and the bytes
+// jemalloc really reserves for the live blocks (nallocx: jemalloc's own answer).
 class counting_resource final : public std::pmr::memory_resource {
  public:
-  counting_resource(std::pmr::memory_resource* upstream, bool note_windows, bool je_classes = false)
-      : up_(upstream), windows_(note_windows), je_(je_classes) {}
+  counting_resource(std::pmr::memory_resource* upstream, bool note_windows, sizing how = sizing::malloc)
+      : up_(upstream), windows_(note_windows), how_(how) {}
 
   std::int64_t live() const noexcept { return live_.load(); }
   std::int64_t peak() const noexcept { return peak_.load(); }
@@ -168,10 +178,11 @@ class counting_resource final : public std::pmr::memory_resource {
   std::int64_t largest_block() const noexcept { return largest_.load(); }
 
  private:
-  static std::int64_t je_class(std::size_t n, std::size_t a) {
-    // What a jemalloc_resource asks jemalloc for: mallocx(max(n, 1)) with the
-    // alignment; the arena flag does not change the size.
-    return static_cast<std::int64_t>(nallocx(n == 0 ? 1 : n, MALLOCX_ALIGN(a)));
+  std::int64_t je_class(std::size_t n, std::size_t a) const {
+    // The arena flag does not change the size; the alignment may.
+    if (how_ == sizing::jemalloc_arena) return static_cast<std::int64_t>(nallocx(n == 0 ? 1 : n, MALLOCX_ALIGN(a)));
+    if (a > alignof(std::max_align_t)) return static_cast<std::int64_t>(nallocx((n + a - 1) / a * a, MALLOCX_ALIGN(a)));
+    return static_cast<std::int64_t>(nallocx(n == 0 ? 1 : n, 0));
   }
   void* do_allocate(std::size_t n, std::size_t a) override {
     void* p = up_->allocate(n, a);
@@ -184,21 +195,22 @@ class counting_resource final : public std::pmr::memory_resource {
     while (b > big && !largest_.compare_exchange_weak(big, b, std::memory_order_relaxed)) {
     }
     allocs_.fetch_add(1, std::memory_order_relaxed);
-    if (je_) class_live_.fetch_add(je_class(n, a), std::memory_order_relaxed);
+    class_live_.fetch_add(je_class(n, a), std::memory_order_relaxed);
     if (windows_) note_windows(b);
     return p;
   }
   void do_deallocate(void* p, std::size_t n, std::size_t a) override {
     const auto b = static_cast<std::int64_t>(n);
     live_.fetch_sub(b, std::memory_order_relaxed);
-    if (je_) class_live_.fetch_sub(je_class(n, a), std::memory_order_relaxed);
+    class_live_.fetch_sub(je_class(n, a), std::memory_order_relaxed);
     if (windows_) note_windows(-b);
     up_->deallocate(p, n, a);
   }
   bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
 
   std::pmr::memory_resource* up_;
-  bool windows_, je_;
+  bool windows_;
+  sizing how_;
   std::atomic<std::int64_t> live_{0}, peak_{0}, class_live_{0}, largest_{0};
   std::atomic<std::uint64_t> allocs_{0};
 };
@@ -219,6 +231,7 @@ struct options {
   bool quick = false;
   bool tracked = true;
   bool json = false;
+  std::string json_file;  // --json=FILE: the JSON goes there (stdout keeps the table)
   std::string only = "all";
   bool runs(std::string_view c) const { return only == "all" || only == c; }
 };
@@ -232,6 +245,9 @@ options parse(int argc, char** argv) {
       o.scale = 1.0 / 16;
     } else if (a == "--json") {
       o.json = true;
+    } else if (a.starts_with("--json=")) {
+      o.json_file = std::string(a.substr(7));
+      if (o.json_file.empty()) arenastat::bench::usage_error(program, usage, "--json= needs a file name");
     } else if (a.starts_with("--scale=")) {
       const std::string v(a.substr(8));
       char* end = nullptr;
@@ -287,9 +303,13 @@ struct name_expectation {
 };
 
 std::string with_commas(std::int64_t v) {
-  std::string s = std::to_string(v < 0 ? -v : v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
-  return v < 0 ? "-" + s : s;
+  const std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out = v < 0 ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 struct check_row {
@@ -505,7 +525,7 @@ struct queue_component {
   std::uint64_t messages;
   std::int64_t retain_budget;
   arenastat::jemalloc_resource je;
-  counting_resource counting{&je, true, true};
+  counting_resource counting{&je, true, sizing::jemalloc_arena};
   std::optional<arenastat::tracking_resource> tracking;
   std::pmr::memory_resource* mr;
 
@@ -661,6 +681,24 @@ std::int64_t je_arena_allocated(unsigned arena) {
   return total;
 }
 
+// A global jemalloc figure (stats.<name>) after an epoch refresh.
+std::int64_t je_global(const char* name) {
+  std::uint64_t epoch = 1;
+  std::size_t len = sizeof(epoch);
+  je_ctl("epoch", &epoch, &len, &epoch, sizeof(epoch));
+  std::size_t v = 0;
+  std::size_t vlen = sizeof(v);
+  je_ctl((std::string("stats.") + name).c_str(), &v, &vlen, nullptr, 0);
+  return static_cast<std::int64_t>(v);
+}
+
+struct je_figures {
+  std::int64_t allocated, active, metadata, resident;
+  static je_figures read() {
+    return {je_global("allocated"), je_global("active"), je_global("metadata"), je_global("resident")};
+  }
+};
+
 // Gives every unused page back to the kernel: glibc's malloc_trim (no effect
 // when jemalloc is the malloc, as here) and jemalloc's purge of all arenas.
 void trim_heaps() {
@@ -710,6 +748,7 @@ int main(int argc, char** argv) {
   trim_heaps();
   std::string rss_source;
   const std::int64_t rss_before = read_rss_bytes(&rss_source);
+  const je_figures je_before = je_figures::read();
 
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = cpu_seconds();
@@ -773,13 +812,31 @@ int main(int argc, char** argv) {
 
     // 2. RSS growth vs tracked live bytes (each component counted once: its top account).
     {
-      std::int64_t tracked_live = 0;
-      if (compiler) tracked_live += acct("compiler").live_bytes;
-      if (symbols) tracked_live += acct("symbols").live_bytes;
-      if (cache) tracked_live += acct("cache").live_bytes;
-      if (queue) tracked_live += acct("queue").live_bytes;
+      std::int64_t tracked_live = 0, classes = 0;
+      if (compiler) tracked_live += acct("compiler").live_bytes, classes += compiler->all.class_live();
+      if (symbols) tracked_live += acct("symbols").live_bytes, classes += symbols->counting.class_live();
+      if (cache) tracked_live += acct("cache").live_bytes, classes += cache->counting.class_live();
+      if (queue) tracked_live += acct("queue").live_bytes, classes += queue->counting.class_live();
       trim_heaps();
       const std::int64_t rss_after = read_rss_bytes(&rss_source);
+      const je_figures je_after = je_figures::read();
+      const auto mb = [](std::int64_t v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(v) / 1e6);
+        return std::string(buf);
+      };
+      rows.push_back({"RSS growth explained (MB): requested -> size classes -> jemalloc allocated, active, "
+                      "metadata, resident growth -> RSS growth",
+                      mb(tracked_live) + " -> " + mb(classes) + " -> " + mb(je_after.allocated - je_before.allocated) +
+                          ", " + mb(je_after.active - je_before.active) + ", " +
+                          mb(je_after.metadata - je_before.metadata) + ", " +
+                          mb(je_after.resident - je_before.resident) + " -> " + mb(rss_after - rss_before),
+                      "information", std::nullopt, ""});
+      j["jemalloc_growth"] = {{"size_classes_of_tracked", classes},
+                              {"allocated", je_after.allocated - je_before.allocated},
+                              {"active", je_after.active - je_before.active},
+                              {"metadata", je_after.metadata - je_before.metadata},
+                              {"resident", je_after.resident - je_before.resident}};
       const std::int64_t growth = rss_after - rss_before;
       const double diff = tracked_live == 0 ? 0.0
                                             : static_cast<double>(growth - tracked_live) / static_cast<double>(tracked_live);
@@ -886,6 +943,11 @@ int main(int argc, char** argv) {
   }
   j["checks"] = jrows;
   j["failed"] = failed;
+  if (!o.json_file.empty()) {
+    std::ofstream f{o.json_file};
+    f << j.dump(2) << '\n';
+    if (!f.flush()) env_error("cannot write " + o.json_file);
+  }
   if (o.json) {
     std::puts(j.dump(2).c_str());
   } else {

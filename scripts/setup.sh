@@ -13,6 +13,7 @@ packages=(
   clang-14 libclang-rt-14-dev libfuzzer-14-dev
   gnuplot-nox jq
   prometheus prometheus-cpp-dev curl
+  heaptrack
 )
 
 missing=()
