@@ -3,6 +3,8 @@
 #include <malloc.h>
 
 #include <atomic>
+#include <cstdio>
+#include <stdexcept>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -40,23 +42,202 @@ TEST_CASE("entries are eternal and keyed by name", "[table]") {
   CHECK(test::find_entry("test/table/same-name", entry_kind::scope).count == 5);
 }
 
-TEST_CASE("table memory per entry stays small", "[table]") {
-  // Measured with glibc's own accounting, over 10000 new names of 28 characters.
+TEST_CASE("a table entry costs at most 128 bytes plus its name", "[table]") {
+  // Measured with glibc's own accounting, over 10000 new names of 28 characters,
+  // each entry with one tag and one counter in its breakdown. The cap is lifted
+  // so that every name stays an entry.
   constexpr int n = 10000;
+  const std::size_t old_max = arenastat::table_max();
+  arenastat::set_table_max(0);
   std::vector<std::string> names;
   for (int i = 0; i < n; ++i) names.push_back("test/table/per-entry/" + std::to_string(1000000 + i));
   const std::size_t before = mallinfo2().uordblks;
-  arena_resource a{"node", {.initial_chunk = 1024}};
-  for (const std::string& name : names) {
-    scope s{name};
-    s.set_counter("nodes", 1);
-    (void)a.allocate(2000, 8);  // one chunk each: a breakdown with one tag
-    a.release();
+  {
+    arena_resource a{"node", {.initial_chunk = 1024}};
+    for (const std::string& name : names) {
+      scope s{name};
+      s.set_counter("nodes", 1);
+      (void)a.allocate(2000, 8);  // one chunk each: a breakdown with one tag
+      a.release();
+    }
   }
   const std::size_t after = mallinfo2().uordblks;
+  arenastat::set_table_max(old_max);
   const double per_entry = static_cast<double>(after - before) / n;
-  WARN("table memory per entry: " << per_entry << " bytes");
-  CHECK(per_entry < 320);
+  WARN("table memory per entry: " << per_entry << " bytes, name " << names[0].size() << " bytes");
+  CHECK(per_entry <= 128.0 + static_cast<double>(names[0].size()));
+}
+
+namespace {
+
+// Runs one scope of `name` whose peak is `bytes` (0: no allocation).
+void run_scope(const std::string& name, std::size_t bytes) {
+  scope s{name};
+  if (bytes == 0) return;
+  arena_resource a{"node", {.initial_chunk = bytes}};
+  (void)a.allocate(8, 8);  // one chunk of `bytes`
+}
+
+const arenastat::entry* find_in(const std::vector<arenastat::entry>& all, const std::string& name,
+                                entry_kind kind) {
+  for (const auto& e : all)
+    if (e.name == name && e.kind == kind) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("the cap is ARENASTAT_TABLE_MAX's default of 10000 and can be set from code", "[table][cap]") {
+  const std::size_t old_max = arenastat::table_max();
+  CHECK(arenastat::default_table_max == 10000);
+  arenastat::set_table_max(123456);
+  CHECK(arenastat::table_max() == 123456);
+  CHECK(arenastat::table_status_now().max == 123456);
+  arenastat::set_table_max(old_max);
+}
+
+TEST_CASE("past the cap the cheapest entries by peak fold into a row per name prefix", "[table][cap]") {
+  const std::size_t old_max = arenastat::table_max();
+  arenastat::set_table_max(0);
+  const std::size_t prior = arenastat::scope_entry_count();
+  const auto status_before = arenastat::table_status_now();
+  // 16 entries to keep (1 MiB peaks) and 16 cheaper ones (1 KiB) so that the
+  // max/8 + 1 entries folded below are never the ones kept, whatever ran before.
+  constexpr std::size_t kept = 16, filler = 16;
+  const std::size_t max = prior + kept + filler;
+  arenastat::set_table_max(max);
+  for (std::size_t i = 0; i < kept; ++i) run_scope("~cap/keep/" + std::to_string(i), 1 << 20);
+  for (std::size_t i = 0; i < filler; ++i) run_scope("~cap/fill/" + std::to_string(i), 1024);
+  REQUIRE(arenastat::scope_entry_count() == max);  // at the cap: nothing folded yet
+  // One more name, peak 0: the cheapest (peak 0, one run, '!' sorts first) of
+  // the max/8 + 1 entries folded to bring the table to max - max/8.
+  run_scope("!cap/cheap", 0);
+  const auto status = arenastat::table_status_now();
+  CHECK(status.scope_entries == max - max / 8);
+  CHECK(status.folded_entries == status_before.folded_entries + max / 8 + 1);
+  const auto all = arenastat::snapshot();
+  CHECK(find_in(all, "!cap/cheap", entry_kind::scope) == nullptr);
+  const arenastat::entry* row = find_in(all, "!cap/", entry_kind::folded);
+  REQUIRE(row != nullptr);
+  CHECK(row->folded_entries == 1);
+  CHECK(row->count == 1);
+  CHECK(row->peak_sum_bytes == 0);
+  CHECK(row->peak_bytes == 0);
+  for (std::size_t i = 0; i < kept; ++i)
+    CHECK(find_in(all, "~cap/keep/" + std::to_string(i), entry_kind::scope) != nullptr);
+  // Folded rows come last in the snapshot.
+  CHECK(all.back().kind == entry_kind::folded);
+
+  SECTION("a folded name's later run starts a new entry; its folded runs stay in the row") {
+    run_scope("!cap/cheap", 4096);
+    const auto again = arenastat::snapshot();
+    const arenastat::entry* e = find_in(again, "!cap/cheap", entry_kind::scope);
+    REQUIRE(e != nullptr);
+    CHECK(e->count == 1);
+    CHECK(e->peak_bytes == 4096);
+    CHECK(find_in(again, "!cap/", entry_kind::folded)->folded_entries == 1);
+    CHECK(find_in(again, "!cap/", entry_kind::folded)->count == 1);
+  }
+  arenastat::set_table_max(old_max);
+}
+
+TEST_CASE("beyond 64 prefixes folded entries go to one (other) row", "[table][cap]") {
+  const std::size_t old_max = arenastat::table_max();
+  arenastat::set_table_max(0);
+  auto rows_now = [] {
+    std::vector<arenastat::entry> rows;
+    for (auto& e : arenastat::snapshot())
+      if (e.kind == entry_kind::folded) rows.push_back(e);
+    return rows;
+  };
+  const auto rows_before = rows_now();
+  std::size_t prefix_rows = 0;
+  std::uint64_t other_before = 0;
+  for (const auto& r : rows_before) {
+    if (r.name == "(other)") other_before = r.folded_entries;
+    else ++prefix_rows;
+  }
+  for (int i = 0; i < 16; ++i) run_scope("~pfx/fill/" + std::to_string(i), 1024);  // a cap of at least 16
+  constexpr int fresh = 70;  // more new prefixes than rows left
+  char name[32];
+  for (int i = 0; i < fresh; ++i) {
+    std::snprintf(name, sizeof name, "!p%02d/x", i);
+    run_scope(name, 0);
+  }
+  // Folding down to max - max/8 takes these 70 first: peak 0, one run, and
+  // names that sort before every other test's ("test/...", "~cap/...", "~pfx/...").
+  const std::size_t max = arenastat::scope_entry_count() - fresh;
+  arenastat::set_table_max(max);
+  const auto rows = rows_now();
+  std::size_t prefixes_after = 0;
+  std::uint64_t other_after = 0;
+  for (const auto& r : rows) {
+    if (r.name == "(other)") other_after = r.folded_entries;
+    else ++prefixes_after;
+  }
+  CHECK(prefixes_after == arenastat::max_folded_rows);
+  REQUIRE(!rows.empty());
+  CHECK(rows.back().name == "(other)");
+  const std::size_t with_rows = arenastat::max_folded_rows - prefix_rows;  // the first fresh prefixes
+  for (int i = 0; i < fresh; ++i) {
+    std::snprintf(name, sizeof name, "!p%02d/", i);
+    const bool has_row = find_in(rows, name, entry_kind::folded) != nullptr;
+    CHECK(has_row == (static_cast<std::size_t>(i) < with_rows));
+  }
+  CHECK(other_after >= other_before + (fresh - with_rows));
+  arenastat::set_table_max(old_max);
+}
+
+TEST_CASE("names longer than 1 KiB are refused with the limit named", "[table][names]") {
+  const std::string longest(arenastat::max_name_bytes, 'n');
+  CHECK_NOTHROW(scope{longest});
+  const std::string too_long(arenastat::max_name_bytes + 1, 'n');
+  CHECK_THROWS_MATCHES(scope{too_long}, std::invalid_argument,
+                       Catch::Message("arenastat::scope: name of 1025 bytes is longer than the maximum of "
+                                      "1024 bytes (arenastat::max_name_bytes)"));
+  CHECK_THROWS_MATCHES(arenastat::account::get(too_long), std::invalid_argument,
+                       Catch::Message("arenastat::account: name of 1025 bytes is longer than the maximum of "
+                                      "1024 bytes (arenastat::max_name_bytes)"));
+  CHECK_THROWS_MATCHES(scope{""}, std::invalid_argument, Catch::Message("arenastat::scope: empty name"));
+}
+
+TEST_CASE("kind_name spells each kind once", "[table]") {
+  CHECK(std::string(arenastat::kind_name(entry_kind::scope)) == "scope");
+  CHECK(std::string(arenastat::kind_name(entry_kind::account)) == "account");
+  CHECK(std::string(arenastat::kind_name(entry_kind::folded)) == "folded");
+}
+
+TEST_CASE("breakdowns survive being rewritten in place and reallocated", "[table]") {
+  // Same layout (one tag, one counter of the same length): rewritten in place;
+  // a longer counter name: the record is reallocated under the same name.
+  {
+    scope s{"test/table/rewrite"};
+    s.set_counter("ab", 1);
+    run_scope("test/table/rewrite/inner", 0);
+    arena_resource a{"node", {.initial_chunk = 1024}};
+    (void)a.allocate(1000, 8);
+  }
+  {
+    scope s{"test/table/rewrite"};
+    s.set_counter("cd", 2);
+    arena_resource a{"node", {.initial_chunk = 2048}};
+    (void)a.allocate(2000, 8);
+  }
+  auto e = test::find_entry("test/table/rewrite", entry_kind::scope);
+  CHECK(e.peak_bytes == 2048);
+  CHECK(e.counters == std::vector<arenastat::counter_value>{{"cd", 2}});
+  {
+    scope s{"test/table/rewrite"};
+    s.set_counter("longer-name", 3);
+    s.set_counter("x", 4);
+    arena_resource a{"node", {.initial_chunk = 4096}};
+    (void)a.allocate(4000, 8);
+  }
+  e = test::find_entry("test/table/rewrite", entry_kind::scope);
+  CHECK(e.peak_bytes == 4096);
+  CHECK(e.count == 3);
+  CHECK(e.counters == std::vector<arenastat::counter_value>{{"longer-name", 3}, {"x", 4}});
+  CHECK(e.at_peak == std::vector<arenastat::tag_bytes>{{"node", 4096}});
 }
 
 TEST_CASE("concurrent scopes, arenas handed between threads and shared accounts stay exact",

@@ -76,7 +76,7 @@ thread_local slot_table_owner slot_owner;
 }
 
 account& account::get(std::string_view name) {
-  if (name.empty()) throw std::invalid_argument("arenastat::account: empty name");
+  detail::check_name(name, "arenastat::account");
   return account_registry::get().find_or_create(name);
 }
 
@@ -167,13 +167,13 @@ void account::raise_peak(std::int64_t estimate) noexcept {
   while (estimate > current) {
     if (shared_.peak.compare_exchange_weak(current, estimate, std::memory_order_relaxed)) {
       // With one tag the breakdown is implied; with several, copy it now.
-      if (std::popcount(tags_used_.load(std::memory_order_relaxed)) > 1) snapshot_tags_locked(estimate);
+      if (std::popcount(tags_used_.load(std::memory_order_relaxed)) > 1) record_peak_breakdown(estimate);
       return;
     }
   }
 }
 
-void account::snapshot_tags_locked(std::int64_t peak) noexcept {
+void account::record_peak_breakdown(std::int64_t peak) noexcept {
   std::lock_guard lock(slow_->mutex);
   if (shared_.peak.load(std::memory_order_relaxed) != peak) return;  // a higher peak takes its own snapshot
   std::int64_t sum[max_tags] = {};

@@ -116,7 +116,7 @@ void credit_chunk(const charge_stamp& stamp, std::size_t bytes) noexcept {
 }
 
 scope::scope(std::string_view name, scope_options options) : limit_(options.limit_bytes) {
-  if (name.empty()) throw std::invalid_argument("arenastat::scope: empty name");
+  detail::check_name(name, "arenastat::scope");
   detail::thread_scopes& t = detail::tls_scopes;
   if (t.depth >= detail::max_scope_depth)
     throw std::length_error("arenastat::scope '" + std::string(name) + "': more than " +

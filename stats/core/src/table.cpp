@@ -1,49 +1,178 @@
-// The global table of scope entries (accounts are read live from the registry).
+// The global table of scope entries (accounts are read live from the registry),
+// bounded by table_max(): docs/concepts.md, "A bounded table".
 #include "arenastat/table.hpp"
 
 #include <algorithm>
 #include <atomic>
-#include <deque>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <new>
+#include <stdexcept>
+#include <tuple>
 
-#include <boost/unordered/unordered_flat_map.hpp>
+#include <boost/unordered/unordered_flat_set.hpp>
 
+#include "sys.hpp"
 #include "table_internal.hpp"
+
+namespace arenastat {
+
+const char* kind_name(entry_kind kind) noexcept {
+  switch (kind) {
+    case entry_kind::scope: return "scope";
+    case entry_kind::account: return "account";
+    case entry_kind::folded: return "folded";
+  }
+  return "scope";
+}
+
+}  // namespace arenastat
 
 namespace arenastat::detail {
 namespace {
 
-struct tag_amount {
-  tag_id tag;
-  std::int64_t bytes;
-};
-
-// One eternal entry per scope name. Kept compact: breakdown and counters hold
-// only what is non-zero / used.
+// One scope entry in one allocation (an entry costs its 64-byte header, its
+// name, 9 bytes per tag and 9 plus the name per counter, and malloc's
+// rounding; docs/concepts.md gives the measured figure). After the header:
+//   name bytes, padding to 8, int64 tag bytes[n_tags], int64 counter values[n_counters],
+//   uint8 tag ids[n_tags], counter names (uint8 length + bytes each).
 struct scope_record {
-  std::string name;
-  std::uint64_t count = 0;
-  std::uint64_t last_peak = 0;
   std::uint64_t max_peak = 0;
-  std::vector<tag_amount> at_peak;
-  std::vector<counter_value> counters;
-  double total_s = 0;
-  double last_s = 0;
-  std::uint64_t thread = 0;
+  std::uint64_t last_peak = 0;
+  std::uint64_t count = 0;
   std::uint64_t oom_count = 0;
   std::uint64_t err_count = 0;
-  run_result last_result = run_result::ok;
+  double total_s = 0;
+  double last_s = 0;
+  std::uint32_t thread = 0;
+  std::uint16_t name_len = 0;
+  std::uint8_t n_tags = 0;
+  std::uint8_t n_counters : 4 = 0;
+  std::uint8_t result : 2 = 0;
+
+  std::string_view name() const noexcept {
+    return {reinterpret_cast<const char*>(this + 1), name_len};
+  }
+  static std::size_t values_offset(std::size_t name_len) noexcept { return (name_len + 7) & ~std::size_t{7}; }
+  std::int64_t* values() noexcept {
+    return reinterpret_cast<std::int64_t*>(reinterpret_cast<char*>(this + 1) + values_offset(name_len));
+  }
+  const std::int64_t* values() const noexcept { return const_cast<scope_record*>(this)->values(); }
+  std::uint8_t* tag_ids() noexcept { return reinterpret_cast<std::uint8_t*>(values() + n_tags + n_counters); }
+  const std::uint8_t* tag_ids() const noexcept { return const_cast<scope_record*>(this)->tag_ids(); }
+  const std::uint8_t* counter_names() const noexcept { return tag_ids() + n_tags; }
+};
+static_assert(sizeof(scope_record) == 64);
+
+// What a new largest run brings: its non-zero tags and its counters.
+struct breakdown {
+  std::uint8_t n_tags = 0;
+  tag_id ids[max_tags] = {};
+  std::int64_t bytes[max_tags] = {};
+  const std::vector<counter_value>* counters = nullptr;
+
+  std::size_t n_counters() const noexcept {
+    return counters ? std::min(counters->size(), std::size_t{15}) : 0;
+  }
+  // Bytes after the name's padding.
+  std::size_t tail_size() const noexcept {
+    std::size_t n = 9 * std::size_t{n_tags} + 8 * n_counters();
+    for (std::size_t i = 0; i < n_counters(); ++i) n += 1 + std::min((*counters)[i].name.size(), std::size_t{255});
+    return n;
+  }
 };
 
-struct transparent_hash {
+std::size_t tail_size_of(const scope_record& r) noexcept {
+  std::size_t n = 9 * std::size_t{r.n_tags} + 8 * std::size_t{r.n_counters};
+  const std::uint8_t* p = r.counter_names();
+  for (std::size_t i = 0; i < r.n_counters; ++i) {
+    n += 1 + *p;
+    p += 1 + *p;
+  }
+  return n;
+}
+
+// A record for `name` with `b` as its breakdown and the figures of `from` (if any).
+scope_record* make_record(std::string_view name, const breakdown& b, const scope_record* from) {
+  const std::size_t size = sizeof(scope_record) + scope_record::values_offset(name.size()) + b.tail_size();
+  void* mem = ::operator new(size);
+  auto* r = from ? new (mem) scope_record(*from) : new (mem) scope_record();
+  r->name_len = static_cast<std::uint16_t>(name.size());
+  std::memcpy(reinterpret_cast<char*>(r + 1), name.data(), name.size());
+  r->n_tags = b.n_tags;
+  r->n_counters = static_cast<std::uint8_t>(b.n_counters()) & 15u;
+  std::int64_t* v = r->values();
+  for (std::size_t i = 0; i < b.n_tags; ++i) v[i] = b.bytes[i];
+  for (std::size_t i = 0; i < b.n_counters(); ++i) v[b.n_tags + i] = (*b.counters)[i].value;
+  std::uint8_t* p = r->tag_ids();
+  for (std::size_t i = 0; i < b.n_tags; ++i) *p++ = b.ids[i];
+  for (std::size_t i = 0; i < b.n_counters(); ++i) {
+    const std::string& cn = (*b.counters)[i].name;
+    const std::size_t len = std::min(cn.size(), std::size_t{255});
+    *p++ = static_cast<std::uint8_t>(len);
+    std::memcpy(p, cn.data(), len);
+    p += len;
+  }
+  return r;
+}
+
+void destroy(scope_record* r) noexcept { ::operator delete(static_cast<void*>(r)); }
+
+// Set element: the pointer may be replaced (a new breakdown of another size)
+// without changing the key, the name.
+struct record_ref {
+  mutable scope_record* r;
+};
+
+struct record_hash {
   using is_transparent = void;
   std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  std::size_t operator()(const record_ref& x) const noexcept { return (*this)(x.r->name()); }
 };
+
+struct record_eq {
+  using is_transparent = void;
+  static std::string_view key(std::string_view s) noexcept { return s; }
+  static std::string_view key(const record_ref& x) noexcept { return x.r->name(); }
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const noexcept { return key(a) == key(b); }
+};
+
+// An overflow row: the scope entries of one prefix folded out of the table.
+struct folded_row {
+  std::string name;  // "request/" or "(other)"
+  std::uint64_t entries = 0, runs = 0, peak_sum = 0, peak_max = 0, oom = 0, err = 0;
+  double time_s = 0;
+};
+
+constexpr std::string_view other_row = "(other)";
+
+std::size_t table_max_from_env() noexcept {
+  const char* v = std::getenv("ARENASTAT_TABLE_MAX");
+  if (v == nullptr || *v == '\0') return default_table_max;
+  std::size_t n = 0;
+  bool ok = true;
+  for (const char* p = v; *p; ++p) {
+    if (*p < '0' || *p > '9' || n > (SIZE_MAX - 9) / 10) {
+      ok = false;
+      break;
+    }
+    n = n * 10 + static_cast<std::size_t>(*p - '0');
+  }
+  if (ok) return n;
+  const std::string_view text(v);
+  warn("arenastat: warning: ignoring ARENASTAT_TABLE_MAX='" + std::string(text.substr(0, 200)) +
+       "' (expected a whole number, 0 for no cap); keeping " + std::to_string(default_table_max) + "\n");
+  return default_table_max;
+}
 
 struct scope_table {
   std::mutex mutex;
-  std::deque<scope_record> records;  // stable addresses; keys view their names
-  boost::unordered_flat_map<std::string_view, scope_record*, transparent_hash, std::equal_to<>> by_name;
+  boost::unordered_flat_set<record_ref, record_hash, record_eq> records;
+  std::vector<folded_row> folded;  // at most max_folded_rows prefixes + "(other)"
+  std::uint64_t folded_entries = 0;
+  std::atomic<std::size_t> max{table_max_from_env()};
   std::atomic<std::uint64_t> lost{0};
 
   static scope_table& get() {
@@ -52,8 +181,73 @@ struct scope_table {
   }
 };
 
-const char* result_name(run_result r) {
-  switch (r) {
+std::string_view prefix_of(std::string_view name) noexcept {
+  const std::size_t slash = name.find('/');
+  return slash == std::string_view::npos ? other_row : name.substr(0, slash + 1);
+}
+
+// Folds one kept entry into its overflow row. Lock held.
+void fold_into_row(scope_table& t, const scope_record& r) {
+  std::string_view prefix = prefix_of(r.name());
+  auto row = std::find_if(t.folded.begin(), t.folded.end(), [&](const folded_row& f) { return f.name == prefix; });
+  if (row == t.folded.end()) {
+    const std::size_t prefixes =
+        t.folded.size() - static_cast<std::size_t>(std::any_of(t.folded.begin(), t.folded.end(),
+                                                                [](const folded_row& f) { return f.name == other_row; }));
+    if (prefix != other_row && prefixes >= max_folded_rows) {
+      prefix = other_row;
+      row = std::find_if(t.folded.begin(), t.folded.end(), [](const folded_row& f) { return f.name == other_row; });
+    }
+    if (row == t.folded.end()) {
+      t.folded.push_back({std::string(prefix)});
+      row = t.folded.end() - 1;
+    }
+  }
+  row->entries += 1;
+  row->runs += r.count;
+  row->peak_sum += r.max_peak;
+  row->peak_max = std::max(row->peak_max, r.max_peak);
+  row->oom += r.oom_count;
+  row->err += r.err_count;
+  row->time_s += r.total_s;
+  t.folded_entries += 1;
+}
+
+// Cheaper first: smaller largest peak, then fewer runs, then name order.
+bool cheaper(const scope_record* a, const scope_record* b) noexcept {
+  return std::make_tuple(a->max_peak, a->count, a->name()) < std::make_tuple(b->max_peak, b->count, b->name());
+}
+
+// Above the cap, folds the cheapest entries until max - max/8 remain (so a
+// table at its cap pays one pass per max/8 new names). Lock held.
+void compact(scope_table& t) {
+  const std::size_t max = t.max.load(std::memory_order_relaxed);
+  if (max == 0 || t.records.size() <= max) return;
+  const std::size_t keep = max - max / 8;
+  std::vector<scope_record*> all;
+  all.reserve(t.records.size());
+  for (const record_ref& x : t.records) all.push_back(x.r);
+  const std::size_t n_fold = all.size() - keep;
+  const auto cut = all.begin() + static_cast<std::ptrdiff_t>(n_fold);
+  std::nth_element(all.begin(), cut, all.end(), cheaper);
+  std::sort(all.begin(), cut, cheaper);  // rows are taken cheapest first: a deterministic "(other)"
+  t.folded.reserve(max_folded_rows + 1);
+  for (std::size_t i = 0; i < n_fold; ++i) {
+    fold_into_row(t, *all[i]);
+    t.records.erase(all[i]->name());
+    destroy(all[i]);
+  }
+}
+
+std::vector<tag_bytes> named(const std::uint8_t* ids, const std::int64_t* bytes, std::size_t n) {
+  std::vector<tag_bytes> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) out.push_back({std::string(tag_name(ids[i])), bytes[i]});
+  return out;
+}
+
+const char* result_name(std::uint8_t r) {
+  switch (static_cast<run_result>(r)) {
     case run_result::ok: return "ok";
     case run_result::oom: return "oom";
     case run_result::err: return "err";
@@ -61,50 +255,118 @@ const char* result_name(run_result r) {
   return "ok";
 }
 
-std::vector<tag_bytes> named(const std::vector<tag_amount>& amounts) {
-  std::vector<tag_bytes> out;
-  out.reserve(amounts.size());
-  for (const tag_amount& a : amounts) out.push_back({std::string(tag_name(a.tag)), a.bytes});
-  return out;
+entry entry_of(const scope_record& r) {
+  entry e;
+  e.name = std::string(r.name());
+  e.kind = entry_kind::scope;
+  e.peak_bytes = r.max_peak;
+  e.at_peak = named(r.tag_ids(), r.values(), r.n_tags);
+  e.count = r.count;
+  e.last_peak_bytes = r.last_peak;
+  const std::uint8_t* p = r.counter_names();
+  e.counters.reserve(r.n_counters);
+  for (std::size_t i = 0; i < r.n_counters; ++i) {
+    e.counters.push_back({std::string(reinterpret_cast<const char*>(p + 1), *p), r.values()[r.n_tags + i]});
+    p += 1 + *p;
+  }
+  e.time_s = r.total_s;
+  e.last_time_s = r.last_s;
+  e.result = result_name(r.result);
+  e.oom_count = r.oom_count;
+  e.err_count = r.err_count;
+  e.thread = r.thread;
+  return e;
+}
+
+entry entry_of(const folded_row& f) {
+  entry e;
+  e.name = f.name;
+  e.kind = entry_kind::folded;
+  e.peak_bytes = f.peak_max;
+  e.count = f.runs;
+  e.time_s = f.time_s;
+  e.oom_count = f.oom;
+  e.err_count = f.err;
+  e.folded_entries = f.entries;
+  e.peak_sum_bytes = f.peak_sum;
+  return e;
 }
 
 }  // namespace
 
+void check_name(std::string_view name, std::string_view who) {
+  if (name.empty()) throw std::invalid_argument(std::string(who) + ": empty name");
+  if (name.size() > max_name_bytes)
+    throw std::invalid_argument(std::string(who) + ": name of " + std::to_string(name.size()) +
+                                " bytes is longer than the maximum of " + std::to_string(max_name_bytes) +
+                                " bytes (arenastat::max_name_bytes)");
+}
+
 void fold_scope(const scope_run& run) noexcept {
   scope_table& t = scope_table::get();
   try {
+    breakdown b;
     std::lock_guard lock(t.mutex);
     scope_record* r;
-    if (auto it = t.by_name.find(run.name); it != t.by_name.end()) {
-      r = it->second;
+    bool created = false;
+    auto it = t.records.find(run.name);
+    if (it != t.records.end()) {
+      r = it->r;
     } else {
-      r = &t.records.emplace_back();
-      r->name.assign(run.name);
+      if (run.name.size() > max_name_bytes) throw std::length_error("name too long");
+      r = make_record(run.name, b, nullptr);
       try {
-        t.by_name.emplace(r->name, r);
+        it = t.records.insert(record_ref{r}).first;
       } catch (...) {
-        t.records.pop_back();
+        destroy(r);
         throw;
       }
+      created = true;
     }
     if (run.peak >= r->max_peak) {
       // The new largest run: its breakdown and counters replace the old ones.
-      std::vector<tag_amount> at_peak;
-      for (std::uint32_t i = 0; i < run.tags_high; ++i)
-        if (run.at_peak[i] != 0) at_peak.push_back({static_cast<tag_id>(i), run.at_peak[i]});
-      std::vector<counter_value> counters = run.counters;
-      r->at_peak = std::move(at_peak);
-      r->counters = std::move(counters);
+      for (std::uint32_t i = 0; i < run.tags_high && i < max_tags; ++i)
+        if (run.at_peak[i] != 0) {
+          b.ids[b.n_tags] = static_cast<tag_id>(i);
+          b.bytes[b.n_tags++] = run.at_peak[i];
+        }
+      b.counters = &run.counters;
+      if (b.tail_size() != tail_size_of(*r) || b.n_tags != r->n_tags || b.n_counters() != r->n_counters) {
+        scope_record* fresh = make_record(run.name, b, r);
+        it->r = fresh;
+        destroy(r);
+        r = fresh;
+      } else {
+        std::int64_t* v = r->values();
+        std::copy_n(b.bytes, b.n_tags, v);
+        for (std::size_t i = 0; i < b.n_counters(); ++i) v[b.n_tags + i] = run.counters[i].value;
+        std::uint8_t* p = r->tag_ids();
+        std::copy_n(b.ids, b.n_tags, p);
+        p += b.n_tags;
+        for (std::size_t i = 0; i < b.n_counters(); ++i) {
+          const std::string& cn = run.counters[i].name;
+          *p = static_cast<std::uint8_t>(cn.size());
+          std::memcpy(p + 1, cn.data(), cn.size());
+          p += 1 + cn.size();
+        }
+      }
       r->max_peak = run.peak;
     }
     r->count += 1;
     r->last_peak = run.peak;
     r->total_s += run.seconds;
     r->last_s = run.seconds;
-    r->thread = run.thread;
-    r->last_result = run.result;
+    r->thread = static_cast<std::uint32_t>(run.thread);
+    r->result = static_cast<std::uint8_t>(run.result) & 3u;
     r->oom_count += run.result == run_result::oom;
     r->err_count += run.result == run_result::err;
+    if (created) {
+      try {
+        compact(t);
+      } catch (...) {
+        // Out of memory while folding: the table stays above its cap until the next new name.
+      }
+    }
   } catch (...) {
     t.lost.fetch_add(1, std::memory_order_relaxed);
   }
@@ -112,37 +374,21 @@ void fold_scope(const scope_run& run) noexcept {
 
 std::uint64_t lost_folds() noexcept { return scope_table::get().lost.load(std::memory_order_relaxed); }
 
-std::vector<entry> scope_entries() {
-  scope_table& t = scope_table::get();
-  std::vector<entry> out;
-  std::lock_guard lock(t.mutex);
-  out.reserve(t.records.size());
-  for (const scope_record& r : t.records) {
-    entry e;
-    e.name = r.name;
-    e.kind = entry_kind::scope;
-    e.peak_bytes = r.max_peak;
-    e.at_peak = named(r.at_peak);
-    e.count = r.count;
-    e.last_peak_bytes = r.last_peak;
-    e.counters = r.counters;
-    e.time_s = r.total_s;
-    e.last_time_s = r.last_s;
-    e.result = result_name(r.last_result);
-    e.oom_count = r.oom_count;
-    e.err_count = r.err_count;
-    e.thread = r.thread;
-    out.push_back(std::move(e));
-  }
-  return out;
-}
-
 }  // namespace arenastat::detail
 
 namespace arenastat {
 
 std::vector<entry> snapshot() {
-  std::vector<entry> out = detail::scope_entries();
+  detail::scope_table& t = detail::scope_table::get();
+  std::vector<entry> out;
+  std::vector<entry> folded;
+  {
+    std::lock_guard lock(t.mutex);
+    out.reserve(t.records.size());
+    for (const detail::record_ref& x : t.records) out.push_back(detail::entry_of(*x.r));
+    folded.reserve(t.folded.size());
+    for (const detail::folded_row& f : t.folded) folded.push_back(detail::entry_of(f));
+  }
   const auto by_name = [](const entry& a, const entry& b) { return a.name < b.name; };
   std::sort(out.begin(), out.end(), by_name);
   const std::size_t scopes = out.size();
@@ -161,6 +407,11 @@ std::vector<entry> snapshot() {
     out.push_back(std::move(e));
   }
   std::sort(out.begin() + static_cast<std::ptrdiff_t>(scopes), out.end(), by_name);
+  std::sort(folded.begin(), folded.end(), [](const entry& a, const entry& b) {
+    const bool ao = a.name == detail::other_row, bo = b.name == detail::other_row;
+    return ao != bo ? bo : a.name < b.name;
+  });
+  for (entry& e : folded) out.push_back(std::move(e));
   return out;
 }
 
@@ -168,10 +419,12 @@ void reset_peaks() {
   for (account* a : detail::all_accounts()) a->reset_peak();
   detail::scope_table& t = detail::scope_table::get();
   std::lock_guard lock(t.mutex);
-  for (detail::scope_record& r : t.records) {
-    r.max_peak = 0;
-    r.at_peak.clear();
-    r.counters.clear();
+  for (const detail::record_ref& x : t.records) {
+    // The breakdown is forgotten in place (the name stays first; the slack is
+    // reused or reallocated by the next largest run).
+    x.r->max_peak = 0;
+    x.r->n_tags = 0;
+    x.r->n_counters = 0;
   }
 }
 
@@ -182,5 +435,28 @@ std::size_t scope_entry_count() {
 }
 
 std::size_t account_entry_count() { return detail::all_accounts().size(); }
+
+void set_table_max(std::size_t max) {
+  detail::scope_table& t = detail::scope_table::get();
+  std::lock_guard lock(t.mutex);
+  t.max.store(max, std::memory_order_relaxed);
+  detail::compact(t);
+}
+
+std::size_t table_max() noexcept {
+  return detail::scope_table::get().max.load(std::memory_order_relaxed);
+}
+
+table_status table_status_now() {
+  detail::scope_table& t = detail::scope_table::get();
+  std::lock_guard lock(t.mutex);
+  table_status s;
+  s.max = t.max.load(std::memory_order_relaxed);
+  s.scope_entries = t.records.size();
+  s.folded_rows = t.folded.size();
+  s.folded_entries = t.folded_entries;
+  s.lost_folds = t.lost.load(std::memory_order_relaxed);
+  return s;
+}
 
 }  // namespace arenastat

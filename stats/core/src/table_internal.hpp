@@ -31,9 +31,10 @@ void fold_scope(const scope_run& run) noexcept;
 // Every account ever created, in creation order (the registry lives in account.cpp).
 std::vector<account*> all_accounts();
 
-// Scope entries only (table.cpp).
-std::vector<entry> scope_entries();
-
 std::uint64_t lost_folds() noexcept;
+
+// Throws std::invalid_argument when `name` is empty or longer than
+// max_name_bytes; `who` starts the message ("arenastat::scope").
+void check_name(std::string_view name, std::string_view who);
 
 }  // namespace arenastat::detail

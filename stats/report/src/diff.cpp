@@ -22,8 +22,6 @@ std::uint64_t magnitude(std::int64_t v) noexcept {
   return v < 0 ? std::uint64_t(0) - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
 }
 
-const char* kind_name(entry_kind k) noexcept { return k == entry_kind::scope ? "scope" : "account"; }
-
 const char* status_name(diff_status s) noexcept {
   switch (s) {
     case diff_status::changed: return "changed";

@@ -107,7 +107,7 @@ std::string render_dump(const std::vector<entry>& entries, dump_sort sort, const
   out += line;
   for (const entry* e : rows) {
     std::snprintf(line, sizeof line, "%20" PRId64 " %16" PRId64 " %20" PRIu64 "  %-7s  ", size_of(*e),
-                  count_of(*e), e->peak_bytes, e->kind == entry_kind::scope ? "scope" : "account");
+                  count_of(*e), e->peak_bytes, kind_name(e->kind));
     out += line;
     out += e->name;
     out += '\n';

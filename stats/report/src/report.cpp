@@ -130,8 +130,6 @@ std::string fmt_fixed(double v, int decimals) {
   return buf;
 }
 
-const char* kind_name(entry_kind k) { return k == entry_kind::scope ? "scope" : "account"; }
-
 const char* sort_name(sort_key k) {
   switch (k) {
     case sort_key::peak: return "peak";

@@ -76,7 +76,8 @@ class account {
   static constexpr std::int64_t flush_threshold = 64 * 1024;
 
   // The account named `name`, created on first use. Thread-safe; never destroyed.
-  // Throws std::invalid_argument for an empty name.
+  // Throws std::invalid_argument for an empty name or one longer than
+  // max_name_bytes (table.hpp).
   static account& get(std::string_view name);
 
   std::string_view name() const noexcept { return name_; }
@@ -192,7 +193,9 @@ class account {
   void declare_tag(tag_id tag) noexcept;
   void flush(detail::account_slot& s) noexcept;
   void raise_peak(std::int64_t estimate) noexcept;
-  void snapshot_tags_locked(std::int64_t peak) noexcept;
+  // Takes the slow-path mutex and copies the per-tag sums as the breakdown of
+  // `peak`, unless a higher peak has been raised meanwhile.
+  void record_peak_breakdown(std::int64_t peak) noexcept;
 
   std::string name_;
   std::uint32_t id_;

@@ -29,7 +29,8 @@ class scope {
   static constexpr std::size_t max_counters = 8;
   static constexpr std::size_t max_counter_name = 23;
 
-  // Throws std::invalid_argument for an empty name and std::length_error
+  // Throws std::invalid_argument for an empty name or one longer than
+  // max_name_bytes (table.hpp, 1024), and std::length_error
   // when detail::max_scope_depth scopes are already active on this thread.
   explicit scope(std::string_view name, scope_options options = {});
   ~scope();

@@ -1,7 +1,12 @@
-// The global statistics table: one eternal entry per name and kind.
+// The global statistics table: one entry per name and kind.
 //
 // Scopes are folded in when they end; accounts are read live. The table is
 // never destroyed, so it stays usable during and after static destruction.
+//
+// The scope part is bounded (docs/concepts.md, "A bounded table"): past
+// table_max() scope entries, the cheapest by peak are folded into overflow
+// rows (entry_kind::folded), one per name prefix up to the first '/' or one
+// "(other)" row. Accounts are objects the program holds and are never folded.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,7 +17,20 @@
 
 namespace arenastat {
 
-enum class entry_kind { scope, account };
+enum class entry_kind { scope, account, folded };
+
+// "scope", "account", "folded": the one spelling every report uses.
+const char* kind_name(entry_kind kind) noexcept;
+
+// Longest scope or account name accepted, in bytes; longer names are rejected
+// with std::invalid_argument naming this limit.
+inline constexpr std::size_t max_name_bytes = 1024;
+
+// Scope entries kept before the cheapest are folded (ARENASTAT_TABLE_MAX).
+inline constexpr std::size_t default_table_max = 10000;
+
+// At most this many per-prefix overflow rows; further prefixes go to "(other)".
+inline constexpr std::size_t max_folded_rows = 64;
 
 // A scope's user counter (scope::set_counter) in its largest run.
 // `value` is its value when the run reached its peak; `last` the last value
@@ -32,10 +50,10 @@ struct counter_value {
 struct entry {
   std::string name;
   entry_kind kind = entry_kind::scope;
-  std::uint64_t peak_bytes = 0;            // scope: largest peak of any run since reset
+  std::uint64_t peak_bytes = 0;            // scope: largest peak of any run since reset; folded: largest folded peak
   std::vector<tag_bytes> at_peak;          // breakdown at that peak (non-zero tags)
 
-  // scopes
+  // scopes (and folded rows: count, time_s, oom_count, err_count summed)
   std::uint64_t count = 0;                 // runs folded
   std::uint64_t last_peak_bytes = 0;       // peak of the latest run
   std::vector<counter_value> counters;     // user counters of the largest run (at its peak and last)
@@ -52,17 +70,40 @@ struct entry {
   std::uint64_t allocations = 0;
   std::uint64_t frees = 0;
   std::vector<tag_bytes> live_by_tag;
+
+  // folded rows: name is the prefix ("request/") or "(other)"
+  std::uint64_t folded_entries = 0;        // scope entries folded into this row
+  std::uint64_t peak_sum_bytes = 0;        // sum of their largest peaks
 };
 
-// Every entry, scopes first then accounts, each in name order.
+// Every entry: scopes, then accounts, each in name order, then folded rows in
+// name order ("(other)" last).
 std::vector<entry> snapshot();
 
 // Resets every peak to its current value: accounts' peaks become their live
 // bytes; scope entries forget their largest peak (the next run sets it).
+// Folded rows keep their figures.
 void reset_peaks();
 
 // Number of entries of each kind (cheap; for tests and diagnostics).
 std::size_t scope_entry_count();
 std::size_t account_entry_count();
+
+// The scope-entry cap: 0 means none. The first use of the table reads
+// ARENASTAT_TABLE_MAX (a whole number; a bad value is warned about and the
+// default kept). Setting a cap below the current size folds at once.
+void set_table_max(std::size_t max);
+std::size_t table_max() noexcept;
+
+// What the reports say about the table itself.
+struct table_status {
+  std::size_t max = 0;                 // table_max()
+  std::size_t scope_entries = 0;       // kept scope entries
+  std::size_t folded_rows = 0;         // overflow rows
+  std::uint64_t folded_entries = 0;    // scope entries folded since start
+  std::uint64_t lost_folds = 0;        // runs that could not be stored (out of memory)
+  bool operator==(const table_status&) const = default;
+};
+table_status table_status_now();
 
 }  // namespace arenastat
