@@ -121,8 +121,8 @@ TEST_CASE("baseline then diff shows the growth since the baseline", "[control][c
   CHECK(first["live"]["before"] == 10000);
   CHECK(first["live"]["change"] == 5000);
   CHECK(first["peak"]["change"] == 5000);
-  CHECK(first["count"]["change"] == 5);
-  CHECK(first["allocations"]["change"] == 5);
+  CHECK(first["count"]["change"] == 5);   // allocations
+  CHECK(first["blocks"]["change"] == 5);  // none freed
   const json& added = j["entries"][1];
   CHECK(added["name"] == "task/new");
   CHECK(added["status"] == "new");
@@ -173,13 +173,13 @@ TEST_CASE("dump writes the summary in the target's working directory", "[control
   const std::string path = r.out.substr(0, r.out.size() - 1);
   CHECK_THAT(path, Catch::Matchers::StartsWith(work.path() + "/arenastat." + t.pid_text() + "."));
   const std::string text = slurp(path);
-  CHECK(text.rfind("TOTAL size=13000 count=11 entries=3 pid=" + t.pid_text() + " program=control_target time=", 0) ==
-        0);
-  // size order: cache/items 10000, task/parse 3000, scratch 0
-  CHECK(text.find("               10000               10                10000  account  cache/items\n"
-                  "                3000                1                 3000  scope    task/parse\n"
-                  "                   0                0                 3000  account  scratch\n") !=
-        std::string::npos);
+  CHECK(text.rfind("TOTAL size=13000 count=12 blocks=10 entries=3 pid=" + t.pid_text() +
+                       " program=control_target time=",
+                   0) == 0);
+  // size order: cache/items 10000, task/parse 3000, scratch 0 (count: allocations or runs)
+  CHECK(text.find("               10000               10               10                10000  account  cache/items\n"
+                  "                3000                1                0                 3000  scope    task/parse\n"
+                  "                   0                1                0                 3000  account  scratch\n") != std::string::npos);
 }
 
 TEST_CASE("dump PATH writes there, relative to the caller", "[control][cli][threads]") {
@@ -273,7 +273,7 @@ TEST_CASE("the signal dump is written by a running process", "[control][cli][thr
   REQUIRE(found.size() == 1);
   std::this_thread::sleep_for(50ms);  // the file is created before it is filled
   const std::string text = slurp(found[0]);
-  CHECK(text.rfind("TOTAL size=13000 count=11 entries=3 ", 0) == 0);
+  CHECK(text.rfind("TOTAL size=13000 count=12 blocks=10 entries=3 ", 0) == 0);
   CHECK(text.find(" sort=size\n") != std::string::npos);
   CHECK(t.command("grow 1") == "done");  // still running
   CHECK(t.stderr_text().find("arenastat: dump written to " + found[0]) != std::string::npos);
@@ -295,10 +295,11 @@ TEST_CASE("ARENASTAT_DUMP_SORT=count sorts the signal dump by count", "[control]
   std::this_thread::sleep_for(50ms);
   const std::string text = slurp(found[0]);
   CHECK(text.find(" sort=count\n") != std::string::npos);
-  // count order: cache/items 10 blocks, task/parse 1 run, scratch 0 blocks
+  // count order: cache/items 10 allocations, then scratch (1 allocation) and
+  // task/parse (1 run) by name
   const auto items = text.find("cache/items"), parse = text.find("task/parse"), scratch = text.find("scratch");
-  CHECK(items < parse);
-  CHECK(parse < scratch);
+  CHECK(items < scratch);
+  CHECK(scratch < parse);
 }
 
 TEST_CASE("bad environment values warn once and leave the process running", "[control][cli][threads]") {
@@ -315,8 +316,8 @@ TEST_CASE("bad environment values warn once and leave the process running", "[co
   CHECK(err.find("arenastat: ignoring ARENASTAT_CONTROL='yes': expected 1 (on) or 0 (off)\n") != std::string::npos);
   CHECK(err.find("arenastat: ignoring ARENASTAT_DUMP_SIGNAL='HUP': expected USR1 or USR2; no dump signal "
                  "installed\n") != std::string::npos);
-  CHECK(err.find("arenastat: ignoring ARENASTAT_DUMP_SORT='peak': expected size or count; dumps are sorted by "
-                 "size\n") != std::string::npos);
+  CHECK(err.find("arenastat: ignoring ARENASTAT_DUMP_SORT='peak': expected size, count or blocks; dumps are "
+                 "sorted by size\n") != std::string::npos);
   CHECK(files_in(sockets.path(), "").size() == 2);  // "." and "..": no socket
   ::close(p.out);
   ::close(p.err);

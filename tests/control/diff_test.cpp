@@ -39,15 +39,15 @@ std::vector<std::string> rows(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("diff figures of an account: live, peak, live blocks and allocations", "[control][diff]") {
+TEST_CASE("diff figures of an account: live, peak, allocations and live blocks", "[control][diff]") {
   const auto d = diff_entries({account_entry("cache", 1000, 1500, 10, 5)},
                               {account_entry("cache", 4000, 4500, 16, 6)});
   REQUIRE(d.size() == 1);
   CHECK(d[0].status == diff_status::changed);
   CHECK(d[0].live == diff_figure{1000, 4000});
   CHECK(d[0].peak == diff_figure{1500, 4500});
-  CHECK(d[0].count == diff_figure{5, 10});  // allocations - frees
-  CHECK(d[0].allocations == diff_figure{10, 16});
+  CHECK(d[0].count == diff_figure{10, 16});  // allocations, as in the report
+  CHECK(d[0].blocks == diff_figure{5, 10});  // allocations - frees
   CHECK(d[0].live.change() == 3000);
 }
 
@@ -57,7 +57,7 @@ TEST_CASE("diff figures of a scope: peak and runs", "[control][diff]") {
   CHECK(d[0].live == diff_figure{0, 0});
   CHECK(d[0].peak == diff_figure{2048, 4096});
   CHECK(d[0].count == diff_figure{3, 5});
-  CHECK(d[0].allocations == diff_figure{0, 0});
+  CHECK(d[0].blocks == diff_figure{0, 0});
 }
 
 TEST_CASE("new, vanished and unchanged entries are marked", "[control][diff]") {
@@ -166,8 +166,8 @@ TEST_CASE("the JSON diff carries before, after and change of every figure", "[co
   CHECK(a["live"]["before"] == 100);
   CHECK(a["live"]["after"] == 300);
   CHECK(a["live"]["change"] == 200);
-  CHECK(a["count"]["change"] == 3);
-  CHECK(a["allocations"]["change"] == 3);
+  CHECK(a["count"]["change"] == 3);   // allocations 4 -> 7
+  CHECK(a["blocks"]["change"] == 3);  // live blocks 2 -> 5
   CHECK(j["entries"][1]["status"] == "vanished");
   CHECK(j["total"]["live"]["change"] == 195);
 }
@@ -175,4 +175,43 @@ TEST_CASE("the JSON diff carries before, after and change of every figure", "[co
 TEST_CASE("diff with --tree is refused", "[control][diff]") {
   CHECK_THROWS_WITH(render_diff({}, parse_report_options("--tree")),
                     "--tree: the diff has no tree view (use text or --json)");
+}
+
+TEST_CASE("the JSON diff is compact, in the report's style, with keys in a fixed order", "[control][diff]") {
+  const std::string text = render_diff(diff_entries({}, {scope_entry("s", 8, 2)}), parse_report_options("--json"),
+                                       {"t0", 1.5});
+  CHECK(text ==
+        "{\"schema\":\"arenastat-diff\",\"version\":1,\"baseline\":{\"time\":\"t0\",\"age_s\":1.5},"
+        "\"changed\":0,\"new\":1,\"vanished\":0,\"unchanged\":0,\"omitted\":0,"
+        "\"total\":{\"live\":{\"before\":0,\"after\":0,\"change\":0},\"peak\":{\"before\":0,\"after\":8,\"change\":8},"
+        "\"count\":{\"before\":0,\"after\":2,\"change\":2},\"blocks\":{\"before\":0,\"after\":0,\"change\":0}},"
+        "\"entries\":[{\"name\":\"s\",\"kind\":\"scope\",\"status\":\"new\","
+        "\"live\":{\"before\":0,\"after\":0,\"change\":0},\"peak\":{\"before\":0,\"after\":8,\"change\":8},"
+        "\"count\":{\"before\":0,\"after\":2,\"change\":2},\"blocks\":{\"before\":0,\"after\":0,\"change\":0}}]}\n");
+}
+
+TEST_CASE("the JSON diff stays valid for a name that is not UTF-8", "[control][diff][names]") {
+  // Strict nlohmann dump() threw on this name; the one writer replaces the bad byte.
+  const std::string text =
+      render_diff(diff_entries({}, {scope_entry("bad\xff\"name", 8, 1)}), parse_report_options("--json"));
+  const auto j = nlohmann::json::parse(text);
+  CHECK(j["entries"][0]["name"] == "bad\xef\xbf\xbd\"name");
+}
+
+TEST_CASE("the text diff escapes names", "[control][diff][names]") {
+  const std::string text =
+      render_diff(diff_entries({}, {scope_entry("a\nfake row\x1b[31m", 8, 1)}), parse_report_options(""));
+  CHECK(text.find("scope    a\\x0afake row\\x1b[31m  (new)\n") != std::string::npos);
+  CHECK(text.find("\x1b") == std::string::npos);
+}
+
+TEST_CASE("diff and report order --sort=count the same way", "[control][diff]") {
+  // An account with many allocations all freed (count 100, blocks 0) and one
+  // with few kept (count 5, blocks 5): count means allocations in both.
+  const std::vector<entry> now{account_entry("churn", 0, 10, 100, 100), account_entry("kept", 50, 50, 5, 0)};
+  const auto d = rows(render_diff(diff_entries({}, now), parse_report_options("--sort=count")));
+  REQUIRE(d.size() == 2);
+  CHECK(d[0].find("churn") != std::string::npos);
+  const std::string report = arenastat::render_report(now, {}, parse_report_options("--sort=count"));
+  CHECK(report.find("churn") < report.find("kept"));
 }

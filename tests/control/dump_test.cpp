@@ -36,39 +36,75 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-const std::vector<entry> sample{account_entry("cache", 5000, 8000, 12, 2),  // size 5000, count 10
-                                scope_entry("compile/a", 7000, 3),          // size 7000, count 3
-                                account_entry("index", 100, 100, 60, 10)};  // size 100, count 50
+const std::vector<entry> sample{account_entry("cache", 5000, 8000, 12, 2),  // size 5000, count 12, blocks 10
+                                scope_entry("compile/a", 7000, 3),          // size 7000, count 3, blocks 0
+                                account_entry("index", 100, 100, 60, 10)};  // size 100, count 60, blocks 50
 
 }  // namespace
 
 TEST_CASE("a dump starts with the TOTAL line and lists the largest size first", "[control][dump]") {
   const auto l = lines(render_dump(sample, dump_sort::size, {42, "demo", 0}));
   REQUIRE(l.size() == 5);
-  CHECK(l[0] == "TOTAL size=12100 count=63 entries=3 pid=42 program=demo time=1970-01-01 00:00:00 UTC sort=size");
-  CHECK(l[1] == "                size            count                 peak  kind     name");
-  CHECK(l[2] == "                7000                3                 7000  scope    compile/a");
-  CHECK(l[3] == "                5000               10                 8000  account  cache");
-  CHECK(l[4] == "                 100               50                  100  account  index");
+  CHECK(l[0] ==
+        "TOTAL size=12100 count=75 blocks=60 entries=3 pid=42 program=demo time=1970-01-01 00:00:00 UTC sort=size");
+  CHECK(l[1] == "                size            count           blocks                 peak  kind     name");
+  CHECK(l[2] == "                7000                3                0                 7000  scope    compile/a");
+  CHECK(l[3] == "                5000               12               10                 8000  account  cache");
+  CHECK(l[4] == "                 100               60               50                  100  account  index");
 }
 
-TEST_CASE("a dump sorted by count lists the most blocks or runs first", "[control][dump]") {
+TEST_CASE("a dump sorted by count lists the most allocations or runs first", "[control][dump]") {
   const auto l = lines(render_dump(sample, dump_sort::count, {42, "demo", 0}));
   REQUIRE(l.size() == 5);
   CHECK(l[0].find(" sort=count") != std::string::npos);
-  CHECK(l[2].find("index") != std::string::npos);
-  CHECK(l[3].find("cache") != std::string::npos);
-  CHECK(l[4].find("compile/a") != std::string::npos);
+  CHECK(l[2].find("index") != std::string::npos);      // 60 allocations
+  CHECK(l[3].find("cache") != std::string::npos);      // 12
+  CHECK(l[4].find("compile/a") != std::string::npos);  // 3 runs
+}
+
+TEST_CASE("a dump sorted by blocks lists the most live blocks first", "[control][dump]") {
+  const auto l = lines(render_dump({scope_entry("compile/a", 7000, 300), account_entry("cache", 5000, 8000, 12, 2),
+                                    account_entry("index", 100, 100, 9, 0)},
+                                   dump_sort::blocks, {42, "demo", 0}));
+  REQUIRE(l.size() == 5);
+  CHECK(l[0].find(" sort=blocks") != std::string::npos);
+  CHECK(l[2].find("cache") != std::string::npos);      // 10 blocks
+  CHECK(l[3].find("index") != std::string::npos);      // 9
+  CHECK(l[4].find("compile/a") != std::string::npos);  // a scope has none
+}
+
+TEST_CASE("a dump escapes names and the program name", "[control][dump][names]") {
+  const auto l = lines(render_dump({scope_entry("evil\nTOTAL size=0\x1b[2J", 1, 1)}, dump_sort::size,
+                                   {42, "de\rmo", 0, 3}));
+  REQUIRE(l.size() == 3);
+  CHECK(l[0] ==
+        "TOTAL size=1 count=1 blocks=0 entries=1 pid=42 program=de\\x0dmo time=1970-01-01 00:00:00 UTC sort=size "
+        "lost_folds=3");
+  CHECK(l[2] == "                   1                1                0                    1  scope    evil\\x0aTOTAL size=0\\x1b[2J");
+}
+
+TEST_CASE("a folded row is a dump line whose size is its peak sum", "[control][dump]") {
+  entry f;
+  f.name = "request/";
+  f.kind = arenastat::entry_kind::folded;
+  f.peak_bytes = 400;
+  f.peak_sum_bytes = 1000;
+  f.count = 7;
+  f.folded_entries = 5;
+  const auto l = lines(render_dump({f}, dump_sort::size, {42, "demo", 0}));
+  REQUIRE(l.size() == 3);
+  CHECK(l[2] == "                1000                7                0                  400  folded   request/");
 }
 
 TEST_CASE("dump file names carry the pid and the UTC time", "[control][dump]") {
   CHECK(dump_file_name(1234, 1763778600) == "arenastat.1234.20251122023000.txt");
 }
 
-TEST_CASE("the dump sort is parsed from size or count only", "[control][dump]") {
+TEST_CASE("the dump sort is parsed from size, count or blocks only", "[control][dump]") {
   CHECK(parse_dump_sort("size") == dump_sort::size);
   CHECK(parse_dump_sort("count") == dump_sort::count);
-  CHECK_THROWS_WITH(parse_dump_sort("peak"), "dump sort 'peak': expected size or count");
+  CHECK(parse_dump_sort("blocks") == dump_sort::blocks);
+  CHECK_THROWS_WITH(parse_dump_sort("peak"), "dump sort 'peak': expected size, count or blocks");
 }
 
 TEST_CASE("write_dump to a path writes the current table there", "[control][dump]") {
@@ -80,8 +116,7 @@ TEST_CASE("write_dump to a path writes the current table there", "[control][dump
   CHECK(path == dir.file("out.txt"));
   const std::string text = slurp(path);
   CHECK(text.rfind("TOTAL size=", 0) == 0);
-  CHECK(text.find("                 777                1                  777  account  dump_test/written\n") !=
-        std::string::npos);
+  CHECK(text.find("                 777                1                1                  777  account  dump_test/written\n") != std::string::npos);
 }
 
 TEST_CASE("write_dump without a path never overwrites an earlier dump", "[control][dump]") {

@@ -133,7 +133,8 @@ TEST_CASE("handle_request: baseline then diff reports this process's growth", "[
     seen = true;
     CHECK(e["live"]["before"] == 100);
     CHECK(e["live"]["change"] == 4000);
-    CHECK(e["allocations"]["change"] == 1);
+    CHECK(e["count"]["change"] == 1);  // one allocation
+    CHECK(e["blocks"]["change"] == 1);
   }
   CHECK(seen);
 }
@@ -149,6 +150,23 @@ TEST_CASE("handle_request: process --json has the resident set", "[control][serv
   const auto j = nlohmann::json::parse(r.substr(3));
   CHECK(j["pid"] == ::getpid());
   CHECK(j["rss_bytes"].get<std::uint64_t>() > 0);
+}
+
+TEST_CASE("handle_request: process --json is compact with the report's field names", "[control][server]") {
+  const std::string r = control::handle_request("process --json");
+  REQUIRE(r.rfind("ok\n{\"pid\":" + std::to_string(::getpid()) + ",\"rss_bytes\":", 0) == 0);
+  CHECK(r.find('\n', 3) == r.size() - 1);  // one line
+  CHECK(r.find("\"hwm_bytes\":") != std::string::npos);
+  CHECK(r.find("\"rss_anon_bytes\":") != std::string::npos);
+}
+
+TEST_CASE("handle_request: an error quoting a name escapes it", "[control][server][names]") {
+  // Requests refuse C0 controls, but a C1 CSI (U+009B) and invalid UTF-8 pass:
+  // the dump path's error message quotes them escaped.
+  const std::string r = control::handle_request("dump /nonexistent-dir/\xc2\x9b" "2J\xff");
+  CHECK(r.rfind("error ", 0) == 0);
+  CHECK(r.find("\xc2\x9b") == std::string::npos);
+  CHECK(r.find("/nonexistent-dir/\\xc2\\x9b2J\\xff") != std::string::npos);
 }
 
 TEST_CASE("control options are validated", "[control][server]") {

@@ -191,7 +191,7 @@ TEST_CASE("at exit: an option string is applied", "[at_exit]") {
   const run_result r = run_child({"ARENASTAT_AT_EXIT=-H -s=1k"});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.err, Contains("4.0K  4.0K  nodes=3"));
-  CHECK_THAT(r.err, Contains("Accounts: none shown\n"));
+  CHECK_THAT(r.err, Contains("Accounts: none shown of 1\n"));
   CHECK_THAT(r.err, Contains("(1 entry smaller than 1.0K omitted)\n"));
 }
 

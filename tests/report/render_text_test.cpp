@@ -61,10 +61,10 @@ TEST_CASE("text report: jemalloc totals appear when jemalloc is the allocator", 
 
 TEST_CASE("text report: -s hides small entries and says how many", "[render]") {
   const std::string text = render("-s=1000");
-  CHECK_THAT(text, Contains("Scopes (2):\n"));
+  CHECK_THAT(text, Contains("Scopes (2 of 3):\n"));
   CHECK_THAT(text, !Contains("parse/main"));
   CHECK_THAT(text, !Contains("cache/index"));
-  CHECK_THAT(text, Contains("Accounts (1):\n"));
+  CHECK_THAT(text, Contains("Accounts (1 of 2):\n"));
   CHECK_THAT(text, Contains("Total: 3 entries shown; scope peaks sum to 4000; account peaks sum "
                             "to 4096, live 2048\n(2 entries smaller than 1000 omitted)\n"));
 }
@@ -82,20 +82,20 @@ TEST_CASE("text report: no footer line when nothing was omitted", "[render]") {
 
 TEST_CASE("text report: a section with nothing to show says so", "[render]") {
   const std::string text = render("-s=4k");
-  CHECK_THAT(text, Contains("Scopes: none shown\n"));
-  CHECK_THAT(text, Contains("Accounts (1):\n"));
+  CHECK_THAT(text, Contains("Scopes: none shown of 3\n"));
+  CHECK_THAT(text, Contains("Accounts (1 of 2):\n"));
 }
 
 TEST_CASE("text report: --top keeps the first N after sorting and filtering", "[render]") {
   const std::string text = render("--top=2");
-  CHECK_THAT(text, Contains("Scopes (1):\n"));
+  CHECK_THAT(text, Contains("Scopes (1 of 3):\n"));
   CHECK_THAT(text, Contains("compile/Foo::bar\n"));
-  CHECK_THAT(text, Contains("Accounts (1):\n"));
+  CHECK_THAT(text, Contains("Accounts (1 of 2):\n"));
   CHECK_THAT(text, Contains("cache/lru\n"));
   CHECK_THAT(text, Contains("(3 entries beyond --top=2 omitted)\n"));
 
   const std::string both = render("-s=1000 --top=1");
-  CHECK_THAT(both, Contains("Scopes: none shown\n"));
+  CHECK_THAT(both, Contains("Scopes: none shown of 3\n"));
   CHECK_THAT(both, Contains("(2 entries smaller than 1000 omitted)\n"
                             "(2 entries beyond --top=1 omitted)\n"));
 }

@@ -11,8 +11,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "arenastat/control.hpp"
 #include "arenastat/diff.hpp"
 #include "arenastat/dump.hpp"
@@ -23,6 +21,8 @@
 #include "arenastat/table.hpp"
 #include "control_internal.hpp"
 #include "control_request.hpp"
+#include "report_internal.hpp"
+#include "text_escape.hpp"
 
 namespace arenastat::control {
 namespace {
@@ -136,18 +136,11 @@ std::string process_body(const std::string& arguments) {
   }
   const process_info p = read_process_info();
   if (json) {
-    nlohmann::json j = {{"pid", p.pid},
-                        {"rss_bytes", p.rss_bytes},
-                        {"hwm_bytes", p.hwm_bytes},
-                        {"rss_anon_bytes", p.rss_anon_bytes},
-                        {"jemalloc", p.jemalloc}};
-    if (p.jemalloc) {
-      j["jemalloc_stats"] = {{"allocated", p.je_allocated},
-                             {"active", p.je_active},
-                             {"resident", p.je_resident},
-                             {"mapped", p.je_mapped}};
-    }
-    return j.dump(1) + "\n";
+    // The same object, field names and compact style as the report's "process".
+    std::string out;
+    detail::json_writer w(out);
+    detail::write_process_json(w, p, /*with_pid=*/true);
+    return out + "\n";
   }
   auto size = [human](std::uint64_t v) { return human ? human_size(v) : std::to_string(v); };
   std::string out = "pid " + std::to_string(p.pid) + "\n";
@@ -213,7 +206,8 @@ std::string handle_request(std::string_view line) {
   try {
     return ok(dispatch(*parsed.value));
   } catch (const std::exception& e) {
-    return "error " + wire::single_line(e.what()) + "\n";
+    // Messages may quote names (user data): escaped like every text output.
+    return "error " + wire::single_line(detail::escape_text(e.what())) + "\n";
   } catch (...) {
     return "error internal error while answering\n";
   }

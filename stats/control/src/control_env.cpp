@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,7 @@
 #include "arenastat/dump.hpp"
 #include "autostart.hpp"
 #include "control_internal.hpp"
+#include "text_escape.hpp"
 
 namespace arenastat::detail {
 namespace {
@@ -57,9 +59,13 @@ void install_dump(std::string_view value) {
 }
 
 void check_dump_sort(std::string_view value) {
-  if (value.empty() || value == "size" || value == "count") return;
-  warn("arenastat: ignoring ARENASTAT_DUMP_SORT='" + std::string(value) +
-       "': expected size or count; dumps are sorted by size\n");
+  if (value.empty()) return;
+  try {
+    (void)parse_dump_sort(value);
+  } catch (const std::invalid_argument&) {
+    warn("arenastat: ignoring ARENASTAT_DUMP_SORT='" + escape_text(value.substr(0, 200)) + "': expected " +
+         std::string(dump_sort_choices) + "; dumps are sorted by size\n");
+  }
 }
 
 }  // namespace

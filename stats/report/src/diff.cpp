@@ -9,9 +9,9 @@
 #include <tuple>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "arenastat/size.hpp"
+#include "json_writer.hpp"
+#include "text_escape.hpp"
 
 namespace arenastat {
 namespace {
@@ -51,8 +51,17 @@ std::string signed_change(std::int64_t v, bool human) {
 // Counts are never scaled.
 std::string signed_count(std::int64_t v) { return signed_change(v, false); }
 
-nlohmann::json figure_json(const diff_figure& f) {
-  return {{"before", f.before}, {"after", f.after}, {"change", f.change()}};
+void figure_json(detail::json_writer& w, std::string_view name, const diff_figure& f) {
+  w.key(name).begin_object();
+  w.field("before", f.before).field("after", f.after).field("change", f.change());
+  w.end_object();
+}
+
+void figures_json(detail::json_writer& w, const diff_entry& d) {
+  figure_json(w, "live", d.live);
+  figure_json(w, "peak", d.peak);
+  figure_json(w, "count", d.count);
+  figure_json(w, "blocks", d.blocks);
 }
 
 diff_entry total_of(const std::vector<diff_entry>& diff) {
@@ -65,8 +74,8 @@ diff_entry total_of(const std::vector<diff_entry>& diff) {
     t.peak.after += d.peak.after;
     t.count.before += d.count.before;
     t.count.after += d.count.after;
-    t.allocations.before += d.allocations.before;
-    t.allocations.after += d.allocations.after;
+    t.blocks.before += d.blocks.before;
+    t.blocks.after += d.blocks.after;
   }
   return t;
 }
@@ -78,27 +87,15 @@ void append_row(std::string& out, const diff_entry& d, bool human, std::string_v
                 plain_or_human(d.live.after, human).c_str(), signed_change(d.live.change(), human).c_str(),
                 plain_or_human(d.peak.after, human).c_str(), signed_change(d.peak.change(), human).c_str(),
                 std::to_string(d.count.after).c_str(), signed_count(d.count.change()).c_str(),
-                std::to_string(d.allocations.after).c_str(), signed_count(d.allocations.change()).c_str(),
+                std::to_string(d.blocks.after).c_str(), signed_count(d.blocks.change()).c_str(),
                 static_cast<int>(kind.size()), kind.data());
   out += line;
-  out += d.name;
+  detail::append_escaped(out, d.name);
   out += marker;
   out += '\n';
 }
 
 }  // namespace
-
-std::int64_t entry_live(const entry& e) noexcept {
-  return e.kind == entry_kind::account ? e.live_bytes : 0;
-}
-
-std::int64_t entry_count(const entry& e) noexcept {
-  return e.kind == entry_kind::account ? as_signed(e.allocations - e.frees) : as_signed(e.count);
-}
-
-std::int64_t entry_allocations(const entry& e) noexcept {
-  return e.kind == entry_kind::account ? as_signed(e.allocations) : 0;
-}
 
 std::vector<diff_entry> diff_entries(const std::vector<entry>& baseline,
                                      const std::vector<entry>& current) {
@@ -115,23 +112,25 @@ std::vector<diff_entry> diff_entries(const std::vector<entry>& baseline,
     d.kind = k.first;
     d.name = std::string(k.second);
     if (before != nullptr) {
-      d.live.before = entry_live(*before);
-      d.peak.before = as_signed(before->peak_bytes);
-      d.count.before = entry_count(*before);
-      d.allocations.before = entry_allocations(*before);
+      const entry_figures f = figures_of(*before);
+      d.live.before = f.live;
+      d.peak.before = as_signed(f.peak);
+      d.count.before = as_signed(f.count);
+      d.blocks.before = f.blocks;
     }
     if (after != nullptr) {
-      d.live.after = entry_live(*after);
-      d.peak.after = as_signed(after->peak_bytes);
-      d.count.after = entry_count(*after);
-      d.allocations.after = entry_allocations(*after);
+      const entry_figures f = figures_of(*after);
+      d.live.after = f.live;
+      d.peak.after = as_signed(f.peak);
+      d.count.after = as_signed(f.count);
+      d.blocks.after = f.blocks;
     }
     if (before == nullptr) {
       d.status = diff_status::added;
     } else if (after == nullptr) {
       d.status = diff_status::vanished;
     } else if (d.live.change() == 0 && d.peak.change() == 0 && d.count.change() == 0 &&
-               d.allocations.change() == 0) {
+               d.blocks.change() == 0) {
       d.status = diff_status::unchanged;
     } else {
       d.status = diff_status::changed;
@@ -196,31 +195,30 @@ std::string render_diff(const std::vector<diff_entry>& diff, const report_option
   const diff_entry total = total_of(diff);
 
   if (options.format == report_format::json) {
-    nlohmann::json j;
-    j["schema"] = "arenastat-diff";
-    j["version"] = 1;
-    j["baseline"] = {{"time", source.baseline_time}, {"age_s", source.baseline_age_s}};
-    j["total"] = {{"live", figure_json(total.live)},
-                  {"peak", figure_json(total.peak)},
-                  {"count", figure_json(total.count)},
-                  {"allocations", figure_json(total.allocations)}};
-    nlohmann::json rows = nlohmann::json::array();
+    std::string out;
+    detail::json_writer w(out);
+    w.begin_object();
+    w.field("schema", "arenastat-diff").field("version", 1);
+    w.key("baseline").begin_object();
+    w.field("time", source.baseline_time).field("age_s", source.baseline_age_s);
+    w.end_object();
+    w.field("changed", std::uint64_t{changed}).field("new", std::uint64_t{added});
+    w.field("vanished", std::uint64_t{vanished}).field("unchanged", std::uint64_t{unchanged});
+    w.field("omitted", std::uint64_t{below + beyond_top});
+    w.key("total").begin_object();
+    figures_json(w, total);
+    w.end_object();
+    w.key("entries").begin_array();
     for (const diff_entry* d : listed) {
-      rows.push_back({{"name", d->name},
-                      {"kind", kind_name(d->kind)},
-                      {"status", status_name(d->status)},
-                      {"live", figure_json(d->live)},
-                      {"peak", figure_json(d->peak)},
-                      {"count", figure_json(d->count)},
-                      {"allocations", figure_json(d->allocations)}});
+      w.begin_object();
+      w.field("name", d->name).field("kind", kind_name(d->kind)).field("status", status_name(d->status));
+      figures_json(w, *d);
+      w.end_object();
     }
-    j["entries"] = std::move(rows);
-    j["changed"] = changed;
-    j["new"] = added;
-    j["vanished"] = vanished;
-    j["unchanged"] = unchanged;
-    j["omitted"] = below + beyond_top;
-    return j.dump(1) + "\n";
+    w.end_array();
+    w.end_object();
+    out += '\n';
+    return out;
   }
 
   const bool human = options.human;
@@ -234,7 +232,7 @@ std::string render_diff(const std::vector<diff_entry>& diff, const report_option
          std::to_string(vanished) + " vanished, " + std::to_string(unchanged) + " unchanged\n";
   char head[256];
   std::snprintf(head, sizeof head, "%14s %11s %14s %11s %9s %8s %12s %10s  %-7s  %s\n", "live", "change",
-                "peak", "change", "count", "change", "allocations", "change", "kind", "name");
+                "peak", "change", "count", "change", "blocks", "change", "kind", "name");
   out += head;
   append_row(out, total, human, "", "");
   for (const diff_entry* d : listed) {

@@ -19,19 +19,39 @@
 #include <thread>
 #include <tuple>
 
+#include "arenastat/report.hpp"
 #include "sys.hpp"
+#include "text_escape.hpp"
 
 namespace arenastat {
 
 namespace {
 
 std::int64_t size_of(const entry& e) noexcept {
-  return e.kind == entry_kind::account ? e.live_bytes : static_cast<std::int64_t>(e.peak_bytes);
+  switch (e.kind) {
+    case entry_kind::account: return e.live_bytes;
+    case entry_kind::folded: return static_cast<std::int64_t>(e.peak_sum_bytes);
+    case entry_kind::scope: break;
+  }
+  return static_cast<std::int64_t>(e.peak_bytes);
 }
 
-std::int64_t count_of(const entry& e) noexcept {
-  return e.kind == entry_kind::account ? static_cast<std::int64_t>(e.allocations - e.frees)
-                                       : static_cast<std::int64_t>(e.count);
+std::int64_t sort_value(const entry& e, dump_sort sort) noexcept {
+  switch (sort) {
+    case dump_sort::count: return static_cast<std::int64_t>(figures_of(e).count);
+    case dump_sort::blocks: return figures_of(e).blocks;
+    case dump_sort::size: break;
+  }
+  return size_of(e);
+}
+
+const char* sort_text(dump_sort sort) noexcept {
+  switch (sort) {
+    case dump_sort::count: return "count";
+    case dump_sort::blocks: return "blocks";
+    case dump_sort::size: break;
+  }
+  return "size";
 }
 
 // `path` made absolute against the working directory ("." is the directory itself).
@@ -72,44 +92,55 @@ bool write_file(const std::string& path, const std::string& text, bool exclusive
 }  // namespace
 
 dump_sort parse_dump_sort(std::string_view text) {
-  if (text == "size") return dump_sort::size;
-  if (text == "count") return dump_sort::count;
-  throw std::invalid_argument("dump sort '" + std::string(text) + "': expected size or count");
+  for (const dump_sort s : {dump_sort::size, dump_sort::count, dump_sort::blocks})
+    if (text == sort_text(s)) return s;
+  throw std::invalid_argument("dump sort '" + detail::escape_text(text.substr(0, 200)) + "': expected " +
+                              std::string(dump_sort_choices));
 }
 
 dump_sort dump_sort_from_env() noexcept {
   const char* v = std::getenv("ARENASTAT_DUMP_SORT");
-  return v != nullptr && std::string_view(v) == "count" ? dump_sort::count : dump_sort::size;
+  if (v == nullptr || *v == '\0') return dump_sort::size;
+  try {
+    return parse_dump_sort(v);
+  } catch (...) {
+    return dump_sort::size;
+  }
 }
 
 std::string render_dump(const std::vector<entry>& entries, dump_sort sort, const dump_header& header) {
   std::vector<const entry*> rows;
   rows.reserve(entries.size());
-  std::int64_t total_size = 0, total_count = 0;
+  std::int64_t total_size = 0, total_count = 0, total_blocks = 0;
   for (const entry& e : entries) {
     rows.push_back(&e);
+    const entry_figures f = figures_of(e);
     total_size += size_of(e);
-    total_count += count_of(e);
+    total_count += static_cast<std::int64_t>(f.count);
+    total_blocks += f.blocks;
   }
   std::sort(rows.begin(), rows.end(), [sort](const entry* a, const entry* b) {
-    const std::int64_t ka = sort == dump_sort::size ? size_of(*a) : count_of(*a);
-    const std::int64_t kb = sort == dump_sort::size ? size_of(*b) : count_of(*b);
+    const std::int64_t ka = sort_value(*a, sort), kb = sort_value(*b, sort);
     if (ka != kb) return ka > kb;
     return std::tie(a->name, a->kind) < std::tie(b->name, b->kind);
   });
 
   std::string out = "TOTAL size=" + std::to_string(total_size) + " count=" + std::to_string(total_count) +
-                    " entries=" + std::to_string(entries.size()) + " pid=" + std::to_string(header.pid) +
-                    " program=" + header.program + " time=" + detail::utc_time_string(header.time) +
-                    " sort=" + (sort == dump_sort::size ? "size" : "count") + "\n";
+                    " blocks=" + std::to_string(total_blocks) + " entries=" + std::to_string(entries.size()) +
+                    " pid=" + std::to_string(header.pid) + " program=" + detail::escape_text(header.program) +
+                    " time=" + detail::utc_time_string(header.time) + " sort=" + sort_text(sort);
+  if (header.lost_folds != 0) out += " lost_folds=" + std::to_string(header.lost_folds);
+  out += '\n';
   char line[160];
-  std::snprintf(line, sizeof line, "%20s %16s %20s  %-7s  %s\n", "size", "count", "peak", "kind", "name");
+  std::snprintf(line, sizeof line, "%20s %16s %16s %20s  %-7s  %s\n", "size", "count", "blocks", "peak", "kind",
+                "name");
   out += line;
   for (const entry* e : rows) {
-    std::snprintf(line, sizeof line, "%20" PRId64 " %16" PRId64 " %20" PRIu64 "  %-7s  ", size_of(*e),
-                  count_of(*e), e->peak_bytes, kind_name(e->kind));
+    const entry_figures f = figures_of(*e);
+    std::snprintf(line, sizeof line, "%20" PRId64 " %16" PRIu64 " %16" PRId64 " %20" PRIu64 "  %-7s  ", size_of(*e),
+                  f.count, f.blocks, f.peak, kind_name(e->kind));
     out += line;
-    out += e->name;
+    detail::append_escaped(out, e->name);
     out += '\n';
   }
   return out;
@@ -127,7 +158,8 @@ std::string write_dump(std::string_view path, std::optional<dump_sort> sort) {
   const std::time_t now = std::time(nullptr);
   const int pid = static_cast<int>(::getpid());
   const std::string text =
-      render_dump(snapshot(), sort.value_or(dump_sort_from_env()), {pid, detail::program_name(), now});
+      render_dump(snapshot(), sort.value_or(dump_sort_from_env()),
+                  {pid, detail::program_name(), now, table_status_now().lost_folds});
   if (!path.empty()) {
     const std::string target = absolute(std::string(path));
     write_file(target, text, /*exclusive=*/false);

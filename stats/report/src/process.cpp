@@ -102,3 +102,26 @@ process_info read_process_info() {
 }
 
 }  // namespace arenastat
+
+#include "report_internal.hpp"
+
+namespace arenastat::detail {
+
+void write_process_json(json_writer& w, const process_info& p, bool with_pid) {
+  w.begin_object();
+  if (with_pid) w.field("pid", p.pid);
+  w.field("rss_bytes", p.rss_bytes);
+  w.field("hwm_bytes", p.hwm_bytes);
+  w.field("rss_anon_bytes", p.rss_anon_bytes);
+  if (p.jemalloc) {
+    w.key("jemalloc").begin_object();
+    w.field("allocated_bytes", p.je_allocated);
+    w.field("active_bytes", p.je_active);
+    w.field("resident_bytes", p.je_resident);
+    w.field("mapped_bytes", p.je_mapped);
+    w.end_object();
+  }
+  w.end_object();
+}
+
+}  // namespace arenastat::detail

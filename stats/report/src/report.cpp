@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "arenastat/size.hpp"
 #include "arenastat/prometheus.hpp"
+#include "json_writer.hpp"
+#include "report_internal.hpp"
+#include "text_escape.hpp"
 
 namespace arenastat {
 
@@ -140,13 +142,8 @@ const char* sort_name(sort_key k) {
   return "peak";
 }
 
-// "count" means runs for a scope and allocations for an account.
-std::uint64_t count_of(const entry& e) {
-  return e.kind == entry_kind::scope ? e.count : e.allocations;
-}
-
-// Scopes have no live bytes (they are folded when they end).
-std::int64_t live_of(const entry& e) { return e.kind == entry_kind::account ? e.live_bytes : 0; }
+std::uint64_t count_of(const entry& e) { return figures_of(e).count; }
+std::int64_t live_of(const entry& e) { return figures_of(e).live; }
 
 // Strict weak order: the sort key, then peak (largest first), name, kind.
 bool comes_before(const entry& a, const entry& b, sort_key key) {
@@ -168,16 +165,24 @@ bool comes_before(const entry& a, const entry& b, sort_key key) {
   return a.kind == entry_kind::scope && b.kind == entry_kind::account;
 }
 
-// The entries a report shows: -s filter, sort, then --top.
+// The entries a report shows: -s filter, sort, then --top. Folded rows are
+// not entries to choose from: they are always shown, in their own section.
 struct selection {
   std::vector<const entry*> shown;
+  std::vector<const entry*> folded;
   std::size_t omitted_small = 0;  // peak below -s
   std::size_t omitted_top = 0;    // cut by --top
+  std::size_t scopes = 0, accounts = 0;  // in the table, before -s and --top
 };
 
 selection select(const std::vector<entry>& entries, const report_options& o) {
   selection s;
   for (const entry& e : entries) {
+    if (e.kind == entry_kind::folded) {
+      s.folded.push_back(&e);
+      continue;
+    }
+    ++(e.kind == entry_kind::scope ? s.scopes : s.accounts);
     if (e.peak_bytes < o.min_size) ++s.omitted_small;
     else s.shown.push_back(&e);
   }
@@ -297,7 +302,8 @@ std::string counters_cell(const entry& e) {
   std::string s;
   for (const counter_value& c : e.counters) {
     if (!s.empty()) s += ',';
-    s += c.name + '=' + std::to_string(c.shown());
+    detail::append_escaped(s, c.name);
+    s += '=' + std::to_string(c.shown());
   }
   return s;
 }
@@ -313,12 +319,20 @@ std::string result_cell(const entry& e) {
   return s;
 }
 
-void append_scopes(std::string& out, const std::vector<const entry*>& scopes, bool human) {
+// "Scopes (3):" or, when some are hidden, "Scopes (3 of 48):".
+std::string section_head(const char* title, std::size_t shown, std::size_t in_table) {
+  std::string n = std::to_string(shown);
+  if (shown != in_table) n += " of " + std::to_string(in_table);
+  return std::string(title) + " (" + n + "):\n";
+}
+
+void append_scopes(std::string& out, const std::vector<const entry*>& scopes, std::size_t in_table, bool human) {
   if (scopes.empty()) {
-    out += "Scopes: none shown\n";
+    out += in_table == 0 ? std::string("Scopes: none shown\n")
+                         : "Scopes: none shown of " + std::to_string(in_table) + "\n";
     return;
   }
-  out += "Scopes (" + std::to_string(scopes.size()) + "):\n";
+  out += section_head("Scopes", scopes.size(), in_table);
   const auto tags = tags_at_peak(scopes);
   text_table t;
   t.column("peak", true);
@@ -337,18 +351,20 @@ void append_scopes(std::string& out, const std::vector<const entry*>& scopes, bo
     r.push_back(fmt_fixed(e->time_s, 3));
     r.push_back(result_cell(*e));
     r.push_back(std::to_string(e->thread));
-    r.push_back(e->name);
+    r.push_back(detail::escape_text(e->name));
     t.row(std::move(r));
   }
   t.render(out);
 }
 
-void append_accounts(std::string& out, const std::vector<const entry*>& accounts, bool human) {
+void append_accounts(std::string& out, const std::vector<const entry*>& accounts, std::size_t in_table,
+                     bool human) {
   if (accounts.empty()) {
-    out += "Accounts: none shown\n";
+    out += in_table == 0 ? std::string("Accounts: none shown\n")
+                         : "Accounts: none shown of " + std::to_string(in_table) + "\n";
     return;
   }
-  out += "Accounts (" + std::to_string(accounts.size()) + "):\n";
+  out += section_head("Accounts", accounts.size(), in_table);
   const auto tags = tags_at_peak(accounts);
   text_table t;
   t.column("peak", true);
@@ -363,10 +379,34 @@ void append_accounts(std::string& out, const std::vector<const entry*>& accounts
                                fmt_size(e->allocated_bytes, human),
                                std::to_string(e->allocations), std::to_string(e->frees)};
     for (const auto& tag : tags) r.push_back(fmt_signed(tag_at_peak(*e, tag), human));
-    r.push_back(e->name);
+    r.push_back(detail::escape_text(e->name));
     t.row(std::move(r));
   }
   t.render(out);
+}
+
+// The table's own state: said only when the cap folded entries or runs were lost.
+void append_table(std::string& out, const selection& s, const table_status& table, bool human) {
+  if (!s.folded.empty()) {
+    std::uint64_t folded = 0;
+    for (const entry* e : s.folded) folded += e->folded_entries;
+    out += "\nFolded: " + plural(folded, "scope entry", "scope entries") + " past the table cap" +
+           (table.max != 0 ? " of " + std::to_string(table.max) : std::string()) +
+           " (ARENASTAT_TABLE_MAX), by name prefix:\n";
+    text_table t;
+    t.column("entries", true);
+    t.column("runs", true);
+    t.column("peak sum", true);
+    t.column("peak max", true);
+    t.column("name", false);
+    for (const entry* e : s.folded)
+      t.row({std::to_string(e->folded_entries), std::to_string(e->count), fmt_size(e->peak_sum_bytes, human),
+             fmt_size(e->peak_bytes, human), detail::escape_text(e->name)});
+    t.render(out);
+  }
+  if (table.lost_folds != 0)
+    out += "(" + plural(table.lost_folds, "scope run", "scope runs") +
+           " lost: out of memory while folding into the table)\n";
 }
 
 void append_totals(std::string& out, const std::vector<const entry*>& scopes,
@@ -384,7 +424,8 @@ void append_totals(std::string& out, const std::vector<const entry*>& scopes,
          fmt_signed(account_live, human) + '\n';
 }
 
-std::string render_text(const selection& s, const process_info& p, const report_options& o) {
+std::string render_text(const selection& s, const process_info& p, const report_options& o,
+                        const table_status& table) {
   std::string out = "arenastat report\n";
   out += legend;
   out += '\n';
@@ -392,12 +433,13 @@ std::string render_text(const selection& s, const process_info& p, const report_
   out += '\n';
   const auto scopes = of_kind(s.shown, entry_kind::scope);
   const auto accounts = of_kind(s.shown, entry_kind::account);
-  append_scopes(out, scopes, o.human);
+  append_scopes(out, scopes, s.scopes, o.human);
   out += '\n';
-  append_accounts(out, accounts, o.human);
+  append_accounts(out, accounts, s.accounts, o.human);
   out += '\n';
   append_totals(out, scopes, accounts, o.human);
   append_omitted(out, s, o);
+  append_table(out, s, table, o.human);
   return out;
 }
 
@@ -422,7 +464,7 @@ void insert_path(tree_node& root, const entry& e) {
     auto& child = n->children[std::string(part)];
     if (!child) {
       child = std::make_unique<tree_node>();
-      child->label = std::string(part);
+      child->label = detail::escape_text(part);
     }
     n = child.get();
   }
@@ -479,7 +521,8 @@ void append_tree(std::string& out, const std::vector<const entry*>& v, const cha
   t.render(out);
 }
 
-std::string render_tree(const selection& s, const process_info& p, const report_options& o) {
+std::string render_tree(const selection& s, const process_info& p, const report_options& o,
+                        const table_status& table) {
   std::string out = "arenastat report (tree)\n";
   out +=
       "Names split on '/' form the tree; size is the sum of the peaks of the entries at and\n"
@@ -494,100 +537,142 @@ std::string render_tree(const selection& s, const process_info& p, const report_
   out += '\n';
   append_totals(out, scopes, accounts, o.human);
   append_omitted(out, s, o);
+  append_table(out, s, table, o.human);
   return out;
 }
 
 // ---------------------------------------------------------------- json
 
-using ojson = nlohmann::ordered_json;
-
-ojson tag_object(const std::vector<tag_bytes>& tags) {
-  ojson o = ojson::object();
-  for (const tag_bytes& t : tags) o[t.tag] = t.bytes;
-  return o;
+void tag_object(detail::json_writer& w, const std::vector<tag_bytes>& tags) {
+  w.begin_object();
+  for (const tag_bytes& t : tags) w.field(t.tag, t.bytes);
+  w.end_object();
 }
 
-ojson entry_json(const entry& e) {
-  ojson j;
-  j["name"] = e.name;
-  j["kind"] = kind_name(e.kind);
-  j["peak_bytes"] = e.peak_bytes;
-  j["at_peak"] = tag_object(e.at_peak);
+void entry_json(detail::json_writer& w, const entry& e) {
+  w.begin_object();
+  w.field("name", e.name);
+  w.field("kind", kind_name(e.kind));
+  w.field("peak_bytes", e.peak_bytes);
+  w.key("at_peak");
+  tag_object(w, e.at_peak);
   if (e.kind == entry_kind::scope) {
-    j["count"] = e.count;
-    j["last_peak_bytes"] = e.last_peak_bytes;
-    ojson counters = ojson::object(), at_peak = ojson::object(), last = ojson::object();
-    for (const counter_value& c : e.counters) {
-      counters[c.name] = c.shown();
-      if (c.at_peak) at_peak[c.name] = c.value;
-      last[c.name] = c.last;
-    }
-    j["counters"] = std::move(counters);
-    j["counters_at_peak"] = std::move(at_peak);
-    j["counters_last"] = std::move(last);
-    j["time_s"] = e.time_s;
-    j["last_time_s"] = e.last_time_s;
-    j["result"] = e.result;
-    j["oom_count"] = e.oom_count;
-    j["err_count"] = e.err_count;
-    j["thread"] = e.thread;
+    w.field("count", e.count);
+    w.field("last_peak_bytes", e.last_peak_bytes);
+    w.key("counters").begin_object();
+    for (const counter_value& c : e.counters) w.field(c.name, c.shown());
+    w.end_object();
+    w.key("counters_at_peak").begin_object();
+    for (const counter_value& c : e.counters)
+      if (c.at_peak) w.field(c.name, c.value);
+    w.end_object();
+    w.key("counters_last").begin_object();
+    for (const counter_value& c : e.counters) w.field(c.name, c.last);
+    w.end_object();
+    w.field("time_s", e.time_s);
+    w.field("last_time_s", e.last_time_s);
+    w.field("result", e.result);
+    w.field("oom_count", e.oom_count);
+    w.field("err_count", e.err_count);
+    w.field("thread", e.thread);
+  } else if (e.kind == entry_kind::account) {
+    w.field("live_bytes", e.live_bytes);
+    w.field("allocated_bytes", e.allocated_bytes);
+    w.field("allocations", e.allocations);
+    w.field("frees", e.frees);
+    w.key("live_by_tag");
+    tag_object(w, e.live_by_tag);
   } else {
-    j["live_bytes"] = e.live_bytes;
-    j["allocated_bytes"] = e.allocated_bytes;
-    j["allocations"] = e.allocations;
-    j["frees"] = e.frees;
-    j["live_by_tag"] = tag_object(e.live_by_tag);
+    w.field("folded_entries", e.folded_entries);
+    w.field("count", e.count);
+    w.field("peak_sum_bytes", e.peak_sum_bytes);
+    w.field("time_s", e.time_s);
+    w.field("oom_count", e.oom_count);
+    w.field("err_count", e.err_count);
   }
-  return j;
+  w.end_object();
 }
 
-std::string render_json(const selection& s, const process_info& p, const report_options& o) {
-  ojson j;
-  j["version"] = 1;
-  j["pid"] = p.pid;
-  ojson proc;
-  proc["rss_bytes"] = p.rss_bytes;
-  proc["hwm_bytes"] = p.hwm_bytes;
-  proc["rss_anon_bytes"] = p.rss_anon_bytes;
-  if (p.jemalloc) {
-    proc["jemalloc"] = {{"allocated_bytes", p.je_allocated},
-                        {"active_bytes", p.je_active},
-                        {"resident_bytes", p.je_resident},
-                        {"mapped_bytes", p.je_mapped}};
-  }
-  j["process"] = std::move(proc);
-  j["options"] = {{"min_size_bytes", o.min_size},
-                  {"sort", sort_name(o.sort)},
-                  {"top", o.top ? ojson(*o.top) : ojson(nullptr)}};
-  j["omitted_smaller"] = s.omitted_small;
-  j["omitted_beyond_top"] = s.omitted_top;
-  ojson entries = ojson::array();
-  for (const entry* e : s.shown) entries.push_back(entry_json(*e));
-  j["entries"] = std::move(entries);
-  // Names are user text: replace invalid UTF-8 rather than throw.
-  return j.dump(-1, ' ', false, ojson::error_handler_t::replace) + '\n';
+std::string render_json(const selection& s, const process_info& p, const report_options& o,
+                        const table_status& table) {
+  std::string out;
+  detail::json_writer w(out);
+  w.begin_object();
+  w.field("version", 1);
+  w.field("pid", p.pid);
+  w.key("process");
+  detail::write_process_json(w, p, /*with_pid=*/false);
+  w.key("options").begin_object();
+  w.field("min_size_bytes", o.min_size);
+  w.field("sort", sort_name(o.sort));
+  w.key("top");
+  if (o.top) w.value(std::uint64_t{*o.top});
+  else w.null();
+  w.end_object();
+  w.field("omitted_smaller", std::uint64_t{s.omitted_small});
+  w.field("omitted_beyond_top", std::uint64_t{s.omitted_top});
+  w.key("table").begin_object();
+  w.field("max", std::uint64_t{table.max});
+  w.field("scope_entries", std::uint64_t{s.scopes});
+  w.field("account_entries", std::uint64_t{s.accounts});
+  w.field("folded_entries", table.folded_entries);
+  w.field("lost_folds", table.lost_folds);
+  w.end_object();
+  w.key("entries").begin_array();
+  for (const entry* e : s.shown) entry_json(w, *e);
+  w.end_array();
+  w.key("folded").begin_array();
+  for (const entry* e : s.folded) entry_json(w, *e);
+  w.end_array();
+  w.end_object();
+  out += '\n';
+  return out;
 }
 
 }  // namespace
 
+entry_figures figures_of(const entry& e) noexcept {
+  entry_figures f;
+  f.name = e.name;
+  f.kind = e.kind;
+  f.peak = e.peak_bytes;
+  f.tags = &e.at_peak;
+  switch (e.kind) {
+    case entry_kind::account:
+      f.live = e.live_bytes;
+      f.count = e.allocations;
+      f.blocks = static_cast<std::int64_t>(e.allocations - e.frees);
+      break;
+    case entry_kind::scope:
+      f.count = e.count;
+      f.counters = &e.counters;
+      f.result = e.result;
+      break;
+    case entry_kind::folded:
+      f.count = e.count;
+      break;
+  }
+  return f;
+}
+
 std::string render_report(const std::vector<entry>& entries, const process_info& proc,
-                          const report_options& options) {
+                          const report_options& options, const table_status& table) {
   if (options.format == report_format::prometheus) {  // every entry: -s, --sort, --top do not apply
     return render_metrics(entries, proc, read_table_figures(entries), {.depth = metrics_depth_from_env()});
   }
   const selection s = select(entries, options);
   switch (options.format) {
-    case report_format::json: return render_json(s, proc, options);
-    case report_format::tree: return render_tree(s, proc, options);
+    case report_format::json: return render_json(s, proc, options, table);
+    case report_format::tree: return render_tree(s, proc, options, table);
     case report_format::text:
     case report_format::prometheus: break;
   }
-  return render_text(s, proc, options);
+  return render_text(s, proc, options, table);
 }
 
 std::string report(std::string_view options) {
   const report_options o = parse_report_options(options);
-  return render_report(snapshot(), read_process_info(), o);
+  return render_report(snapshot(), read_process_info(), o, table_status_now());
 }
 
 }  // namespace arenastat

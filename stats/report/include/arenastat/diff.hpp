@@ -6,11 +6,11 @@
 //   std::cout << arenastat::render_diff(arenastat::diff_entries(before, arenastat::snapshot()),
 //                                       arenastat::parse_report_options("-H"));
 //
-// Each entry is compared on four figures:
-//   live         account: live bytes; scope: 0 (scopes are folded when they end)
-//   peak         account: peak bytes; scope: largest peak of any run
-//   count        account: live blocks (allocations - frees); scope: runs folded
-//   allocations  account: allocations made; scope: 0
+// Each entry is compared on four figures, those of entry_figures (report.hpp):
+//   live    account: live bytes; scope, folded row: 0 (scopes are folded when they end)
+//   peak    account: peak bytes; scope: largest peak of any run; folded row: largest folded peak
+//   count   account: allocations made; scope, folded row: runs (as in the report)
+//   blocks  account: live blocks (allocations - frees); scope, folded row: 0
 // An entry only in the current snapshot is "new", only in the baseline "vanished".
 #pragma once
 #include <cstdint>
@@ -35,13 +35,8 @@ struct diff_entry {
   std::string name;
   entry_kind kind = entry_kind::scope;
   diff_status status = diff_status::unchanged;
-  diff_figure live, peak, count, allocations;
+  diff_figure live, peak, count, blocks;
 };
-
-// The figures above for one entry.
-std::int64_t entry_live(const entry& e) noexcept;
-std::int64_t entry_count(const entry& e) noexcept;
-std::int64_t entry_allocations(const entry& e) noexcept;
 
 // Every entry of either snapshot (matched by kind and name), unchanged ones
 // included, ordered by kind then name.
@@ -59,7 +54,7 @@ struct diff_source {
 //   -H       human-readable sizes
 //   --sort=peak (default: larger of |live change| and |peak change|),
 //          live (|live change|), count (|count change|), name
-//   --top=N  at most N entries;  --json  JSON (docs/cli.md)
+//   --top=N  at most N entries;  --json  JSON (docs/cli.md), compact like the report's
 // Unchanged entries are never listed, only counted. A TOTAL line sums every
 // entry. Throws std::invalid_argument for --tree.
 std::string render_diff(const std::vector<diff_entry>& diff, const report_options& options,

@@ -8,11 +8,14 @@
 // signal handler only writes a byte to a pipe; a thread writes the file.
 //
 // File format (docs/cli.md):
-//   TOTAL size=<bytes> count=<n> entries=<k> pid=<pid> program=<name> time=<YYYY-mm-dd HH:MM:SS UTC> sort=size|count
-//                   size            count             peak  kind     name
+//   TOTAL size=<bytes> count=<n> blocks=<n> entries=<k> pid=<pid> program=<name> time=<YYYY-mm-dd HH:MM:SS UTC> sort=size|count|blocks[ lost_folds=<n>]
+//                   size            count           blocks                 peak  kind     name
 //   <one line per entry, largest first>
-// size:  account: live bytes;  scope: largest peak of any run
-// count: account: live blocks; scope: runs
+// size:   account: live bytes;  scope: largest peak of any run; folded row: sum of its entries' peaks
+// count, blocks, peak: entry_figures (report.hpp): count is allocations for an
+//   account and runs for a scope or folded row, as in every report;
+//   blocks an account's live blocks.
+// Names and the program name are escaped (control characters, invalid UTF-8).
 #pragma once
 #include <cstdint>
 #include <ctime>
@@ -25,19 +28,24 @@
 
 namespace arenastat {
 
-enum class dump_sort { size, count };
+enum class dump_sort { size, count, blocks };
 
-// Parses "size" or "count". Throws std::invalid_argument naming the text.
+// What parse_dump_sort accepts, for messages.
+inline constexpr std::string_view dump_sort_choices = "size, count or blocks";
+
+// Parses "size", "count" or "blocks" (the one parser of ARENASTAT_DUMP_SORT).
+// Throws std::invalid_argument: "dump sort '<text>': expected size, count or blocks".
 dump_sort parse_dump_sort(std::string_view text);
 
-// ARENASTAT_DUMP_SORT, or dump_sort::size when unset or invalid
-// (an invalid value is reported once at start-up, by the control hooks).
+// ARENASTAT_DUMP_SORT through parse_dump_sort, or dump_sort::size when unset
+// or invalid (an invalid value is reported once at start-up, by the control hooks).
 dump_sort dump_sort_from_env() noexcept;
 
 struct dump_header {
   int pid = 0;
   std::string program;
   std::time_t time = 0;
+  std::uint64_t lost_folds = 0;  // written only when non-zero
 };
 
 // The summary text of `entries` (pure; used by write_dump and tests).

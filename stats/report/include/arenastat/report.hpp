@@ -44,9 +44,28 @@ struct process_info {
 };
 process_info read_process_info();
 
-// Renders entries (already taken) with options. Pure: used by report() and tests.
+// The figures every renderer (report, diff, dump) shows for an entry, derived
+// here once. "count" is one thing everywhere: runs for a scope or a folded row,
+// allocate calls for an account; "blocks" is an account's live blocks
+// (allocations - frees; 0 for scopes and folded rows).
+struct entry_figures {
+  std::string_view name;
+  entry_kind kind = entry_kind::scope;
+  std::int64_t live = 0;        // account: live bytes; others 0 (scopes are folded when they end)
+  std::uint64_t peak = 0;       // peak_bytes
+  std::uint64_t count = 0;
+  std::int64_t blocks = 0;
+  const std::vector<tag_bytes>* tags = nullptr;          // breakdown at the peak
+  const std::vector<counter_value>* counters = nullptr;  // scopes: counters at the peak
+  std::string_view result;      // scopes: latest run
+};
+entry_figures figures_of(const entry& e) noexcept;
+
+// Renders entries (already taken) with options. Pure: used by report() and
+// tests. `table` is what the report says about the table itself (its cap,
+// folded entries, lost folds).
 std::string render_report(const std::vector<entry>& entries, const process_info& proc,
-                          const report_options& options);
+                          const report_options& options, const table_status& table = {});
 
 // Snapshot + render. Throws std::invalid_argument for a bad option string.
 std::string report(std::string_view options = {});

@@ -1,0 +1,145 @@
+// json_writer (json_writer.hpp).
+#include "json_writer.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include "text_escape.hpp"
+
+namespace arenastat::detail {
+
+void append_json_string(std::string& out, std::string_view s) {
+  constexpr char digits[] = "0123456789abcdef";
+  auto u_escape = [&](unsigned code) {
+    out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) out += digits[(code >> shift) & 15];
+  };
+  out += '"';
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        case '\r': out += "\\r"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        default:
+          if (c < 0x20 || c == 0x7f) u_escape(c);
+          else out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    const std::size_t n = utf8_sequence(s.substr(i));
+    if (n == 0) {
+      out += "\xef\xbf\xbd";  // U+FFFD for a byte outside well-formed UTF-8
+      ++i;
+      continue;
+    }
+    const auto b1 = static_cast<unsigned char>(s[i + 1]);
+    if (n == 2 && c == 0xc2 && b1 <= 0x9f) {
+      u_escape(b1);  // C1 control U+0080-U+009F
+    } else if (n == 3 && c == 0xe2 && b1 == 0x80 &&
+               (static_cast<unsigned char>(s[i + 2]) == 0xa8 || static_cast<unsigned char>(s[i + 2]) == 0xa9)) {
+      u_escape(0x2000u + (static_cast<unsigned char>(s[i + 2]) & 0x3fu));  // U+2028, U+2029
+    } else {
+      out += s.substr(i, n);
+    }
+    i += n;
+  }
+  out += '"';
+}
+
+void json_writer::separate() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!first_.empty()) {
+    if (!first_.back()) out_ += ',';
+    first_.back() = false;
+  }
+}
+
+json_writer& json_writer::begin_object() {
+  separate();
+  out_ += '{';
+  first_.push_back(true);
+  return *this;
+}
+
+json_writer& json_writer::end_object() {
+  out_ += '}';
+  first_.pop_back();
+  return *this;
+}
+
+json_writer& json_writer::begin_array() {
+  separate();
+  out_ += '[';
+  first_.push_back(true);
+  return *this;
+}
+
+json_writer& json_writer::end_array() {
+  out_ += ']';
+  first_.pop_back();
+  return *this;
+}
+
+json_writer& json_writer::key(std::string_view k) {
+  separate();
+  append_json_string(out_, k);
+  out_ += ':';
+  after_key_ = true;
+  return *this;
+}
+
+json_writer& json_writer::value(std::string_view s) {
+  separate();
+  append_json_string(out_, s);
+  return *this;
+}
+
+json_writer& json_writer::value(std::uint64_t v) {
+  separate();
+  char buf[24];
+  out_.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+  return *this;
+}
+
+json_writer& json_writer::value(std::int64_t v) {
+  separate();
+  char buf[24];
+  out_.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+  return *this;
+}
+
+json_writer& json_writer::value(double v) {
+  if (!std::isfinite(v)) return null();
+  separate();
+  char buf[32];
+  char* end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  const std::string_view text(buf, static_cast<std::size_t>(end - buf));
+  out_ += text;
+  if (text.find_first_of(".e") == std::string_view::npos) out_ += ".0";  // stays a floating-point number
+  return *this;
+}
+
+json_writer& json_writer::value(bool v) {
+  separate();
+  out_ += v ? "true" : "false";
+  return *this;
+}
+
+json_writer& json_writer::null() {
+  separate();
+  out_ += "null";
+  return *this;
+}
+
+}  // namespace arenastat::detail

@@ -1,0 +1,53 @@
+// The one JSON writer of the reports, the diff and the control commands:
+// compact (no blanks, one line), keys in the order written, appended straight
+// to a string (no document tree). Valid JSON for any byte string: strings
+// escape '"', '\\', every control character (U+0000-U+001F, U+007F-U+009F)
+// and U+2028/U+2029 as \uXXXX (or \n \t \r \b \f), and replace each byte
+// that is not part of well-formed UTF-8 by U+FFFD. Not installed.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace arenastat::detail {
+
+class json_writer {
+ public:
+  explicit json_writer(std::string& out) : out_(out) {}
+
+  json_writer& begin_object();
+  json_writer& end_object();
+  json_writer& begin_array();
+  json_writer& end_array();
+  json_writer& key(std::string_view k);
+
+  json_writer& value(std::string_view s);
+  json_writer& value(const char* s) { return value(std::string_view(s)); }
+  json_writer& value(std::uint64_t v);
+  json_writer& value(std::int64_t v);
+  json_writer& value(int v) { return value(static_cast<std::int64_t>(v)); }
+  json_writer& value(unsigned v) { return value(static_cast<std::uint64_t>(v)); }
+  json_writer& value(long long v) { return value(static_cast<std::int64_t>(v)); }
+  json_writer& value(unsigned long long v) { return value(static_cast<std::uint64_t>(v)); }
+  json_writer& value(double v);  // shortest round-trip form; NaN and infinities as null
+  json_writer& value(bool v);
+  json_writer& null();
+
+  template <class T>
+  json_writer& field(std::string_view k, const T& v) {
+    key(k);
+    return value(v);
+  }
+
+ private:
+  void separate();
+  std::string& out_;
+  std::vector<bool> first_;     // per open container: nothing written yet
+  bool after_key_ = false;
+};
+
+// Appends `s` as a JSON string (quotes included).
+void append_json_string(std::string& out, std::string_view s);
+
+}  // namespace arenastat::detail

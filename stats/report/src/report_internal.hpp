@@ -1,0 +1,13 @@
+// Shared pieces of the report room used by the control commands. Not installed.
+#pragma once
+#include "arenastat/report.hpp"
+#include "json_writer.hpp"
+
+namespace arenastat::detail {
+
+// The process figures as one JSON object: {pid?, rss_bytes, hwm_bytes,
+// rss_anon_bytes, jemalloc?: {allocated_bytes, active_bytes, resident_bytes,
+// mapped_bytes}} (the report's "process" member and `process --json`).
+void write_process_json(json_writer& w, const process_info& p, bool with_pid);
+
+}  // namespace arenastat::detail

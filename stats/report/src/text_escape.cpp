@@ -1,0 +1,85 @@
+// escape_text (text_escape.hpp).
+#include "text_escape.hpp"
+
+namespace arenastat::detail {
+
+std::size_t utf8_sequence(std::string_view s) noexcept {
+  if (s.empty()) return 0;
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  std::size_t n;
+  unsigned char lo = 0x80, hi = 0xbf;  // bounds of the second byte
+  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  else if (c == 0xe0) n = 3, lo = 0xa0;
+  else if (c == 0xed) n = 3, hi = 0x9f;  // no surrogates
+  else if (c >= 0xe1 && c <= 0xef) n = 3;
+  else if (c == 0xf0) n = 4, lo = 0x90;
+  else if (c == 0xf4) n = 4, hi = 0x8f;  // not above U+10FFFF
+  else if (c >= 0xf1 && c <= 0xf3) n = 4;
+  else return 0;
+  if (s.size() < n || b(1) < lo || b(1) > hi) return 0;
+  for (std::size_t i = 2; i < n; ++i)
+    if (b(i) < 0x80 || b(i) > 0xbf) return 0;
+  return n;
+}
+
+namespace {
+
+void hex_byte(std::string& out, unsigned char c) {
+  constexpr char digits[] = "0123456789abcdef";
+  out += "\\x";
+  out += digits[c >> 4];
+  out += digits[c & 15];
+}
+
+// A well-formed sequence that a terminal may act on rather than print.
+bool forging_sequence(std::string_view seq) noexcept {
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(seq[i]); };
+  if (seq.size() == 2) return b(0) == 0xc2 && b(1) <= 0x9f;  // C1 controls
+  if (seq.size() == 3 && b(0) == 0xe2 && b(1) == 0x80) return b(2) >= 0xa8 && b(2) <= 0xae;  // U+2028-U+202E
+  if (seq.size() == 3 && b(0) == 0xe2 && b(1) == 0x81) return b(2) >= 0xa6 && b(2) <= 0xa9;  // U+2066-U+2069
+  return false;
+}
+
+}  // namespace
+
+void append_escaped(std::string& out, std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\\') {
+      out += "\\\\";
+      ++i;
+    } else if (c < 0x20 || c == 0x7f) {
+      hex_byte(out, c);
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else {
+      const std::size_t n = utf8_sequence(text.substr(i));
+      if (n == 0) {
+        hex_byte(out, c);
+        ++i;
+      } else {
+        const std::string_view seq = text.substr(i, n);
+        if (forging_sequence(seq)) {
+          for (const char b : seq) hex_byte(out, static_cast<unsigned char>(b));
+        } else {
+          out += seq;
+        }
+        i += n;
+      }
+    }
+  }
+}
+
+std::string escape_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  append_escaped(out, text);
+  return out;
+}
+
+}  // namespace arenastat::detail

@@ -1,0 +1,167 @@
+// Names are user data: escape_text for every text output, the one JSON writer
+// for any byte string, and the folded rows and table state every report shows.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "json_writer.hpp"
+#include "sample_entries.hpp"
+#include "text_escape.hpp"
+
+using namespace report_test;
+using arenastat::detail::escape_text;
+using Catch::Matchers::Contains;
+
+TEST_CASE("escape_text leaves printable ASCII and UTF-8 alone", "[names]") {
+  CHECK(escape_text("compile/Foo::bar") == "compile/Foo::bar");
+  CHECK(escape_text("caf\xc3\xa9/\xe6\x97\xa5\xf0\x9f\x98\x80") == "caf\xc3\xa9/\xe6\x97\xa5\xf0\x9f\x98\x80");
+}
+
+TEST_CASE("escape_text writes control characters and DEL as \\xHH", "[names]") {
+  CHECK(escape_text(std::string("a\nb\tc\rd\x1b[2Je\x7f", 13) + std::string(1, '\0')) ==
+        "a\\x0ab\\x09c\\x0dd\\x1b[2Je\\x7f\\x00");
+}
+
+TEST_CASE("escape_text doubles a backslash so that escapes cannot be forged", "[names]") {
+  CHECK(escape_text("a\\x0ab") == "a\\\\x0ab");
+}
+
+TEST_CASE("escape_text writes each byte outside well-formed UTF-8 as \\xHH", "[names]") {
+  CHECK(escape_text("\xff") == "\\xff");
+  CHECK(escape_text("\xc3") == "\\xc3");                      // truncated
+  CHECK(escape_text("\xc0\xaf") == "\\xc0\\xaf");              // overlong
+  CHECK(escape_text("\xed\xa0\x80") == "\\xed\\xa0\\x80");     // surrogate
+  CHECK(escape_text("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
+}
+
+TEST_CASE("escape_text escapes C1 controls, line separators and bidi overrides", "[names]") {
+  CHECK(escape_text("\xc2\x9b" "31m") == "\\xc2\\x9b31m");         // CSI
+  CHECK(escape_text("a\xe2\x80\xa8" "b") == "a\\xe2\\x80\\xa8b");   // U+2028
+  CHECK(escape_text("\xe2\x80\xae" "cba") == "\\xe2\\x80\\xaecba");  // U+202E
+  CHECK(escape_text("\xe2\x81\xa6" "x") == "\\xe2\\x81\\xa6x");     // U+2066
+}
+
+TEST_CASE("the JSON writer is compact and escapes what JSON requires", "[names][json]") {
+  std::string out;
+  arenastat::detail::json_writer w(out);
+  w.begin_object();
+  w.field("s", std::string_view("q\"b\\n\nc\x01\x7f\xc2\x85\xe2\x80\xa8", 14));
+  w.field("bad", "x\xff" "y");
+  w.field("i", std::int64_t{-3}).field("u", std::uint64_t{18446744073709551615u});
+  w.field("d", 0.5).field("whole", 2.0).field("tiny", 2.464e-06);
+  w.key("a").begin_array().value(true).null().end_array();
+  w.end_object();
+  CHECK(out ==
+        "{\"s\":\"q\\\"b\\\\n\\nc\\u0001\\u007f\\u0085\\u2028\",\"bad\":\"x\xef\xbf\xbdy\","
+        "\"i\":-3,\"u\":18446744073709551615,\"d\":0.5,\"whole\":2.0,\"tiny\":2.464e-06,\"a\":[true,null]}");
+  CHECK_NOTHROW(nlohmann::json::parse(out));
+}
+
+TEST_CASE("the JSON writer writes non-finite numbers as null", "[names][json]") {
+  std::string out;
+  arenastat::detail::json_writer w(out);
+  w.begin_array().value(1.0 / 0.0).end_array();
+  CHECK(out == "[null]");
+}
+
+TEST_CASE("text and tree reports escape names and counter names", "[names][render]") {
+  std::vector<arenastat::entry> v{make_scope("evil\nScopes (0):\x1b[2J", 10, {}, 1, 0, "ok", 1)};
+  v[0].counters = {{"n\tx", 1}};
+  const auto text = arenastat::render_report(v, sample_process(), arenastat::parse_report_options(""));
+  CHECK_THAT(text, Contains("  n\\x09x=1      1  0.000  ok           1  evil\\x0aScopes (0):\\x1b[2J\n"));
+  CHECK_THAT(text, !Contains("\x1b"));
+  const auto tree = arenastat::render_report(v, sample_process(), arenastat::parse_report_options("--tree"));
+  CHECK_THAT(tree, Contains("  evil\\x0aScopes (0):\\x1b[2J\n"));
+}
+
+TEST_CASE("the JSON report is valid for any byte string", "[names][json]") {
+  std::vector<arenastat::entry> v{make_scope(std::string("a\0\xff\n\"", 5), 10, {}, 1, 0, "ok", 1)};
+  const auto j = nlohmann::json::parse(
+      arenastat::render_report(v, sample_process(), arenastat::parse_report_options("--json")));
+  CHECK(j["entries"][0]["name"] == std::string("a\0\xef\xbf\xbd\n\"", 7));
+}
+
+namespace {
+
+arenastat::entry folded_row(std::string name, std::uint64_t entries, std::uint64_t runs, std::uint64_t sum,
+                            std::uint64_t max) {
+  arenastat::entry e;
+  e.name = std::move(name);
+  e.kind = arenastat::entry_kind::folded;
+  e.folded_entries = entries;
+  e.count = runs;
+  e.peak_sum_bytes = sum;
+  e.peak_bytes = max;
+  return e;
+}
+
+std::vector<arenastat::entry> with_folded() {
+  auto v = sample();
+  v.push_back(folded_row("request/", 1200, 5000, 1048576, 4096));
+  v.push_back(folded_row("(other)", 3, 3, 30, 10));
+  return v;
+}
+
+arenastat::table_status capped() {
+  arenastat::table_status t;
+  t.max = 10000;
+  t.scope_entries = 3;
+  t.folded_rows = 2;
+  t.folded_entries = 1203;
+  t.lost_folds = 2;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a text report lists the folded rows and the lost runs after the totals", "[render][cap]") {
+  const auto text =
+      arenastat::render_report(with_folded(), sample_process(), arenastat::parse_report_options(""), capped());
+  CHECK(from(text, "Total:") ==
+        "Total: 5 entries shown; scope peaks sum to 4500; account peaks sum to 4196, live 2048\n"
+        "\n"
+        "Folded: 1203 scope entries past the table cap of 10000 (ARENASTAT_TABLE_MAX), by name prefix:\n"
+        "entries  runs  peak sum  peak max  name\n"
+        "   1200  5000   1048576      4096  request/\n"
+        "      3     3        30        10  (other)\n"
+        "(2 scope runs lost: out of memory while folding into the table)\n");
+  // Folded rows are not entries to choose from: the sections count only scopes and accounts.
+  CHECK_THAT(text, Contains("Scopes (3):\n"));
+}
+
+TEST_CASE("a tree report lists the folded rows too", "[render][cap]") {
+  const auto tree = arenastat::render_report(with_folded(), sample_process(),
+                                             arenastat::parse_report_options("--tree -H"), capped());
+  CHECK_THAT(tree, Contains("   1200  5000      1.0M      4.0K  request/\n"));
+}
+
+TEST_CASE("a JSON report carries the table state and the folded rows", "[render][cap][json]") {
+  const auto j = nlohmann::json::parse(arenastat::render_report(
+      with_folded(), sample_process(), arenastat::parse_report_options("--json --top=1"), capped()));
+  CHECK(j["table"] == nlohmann::json::parse(R"({"max":10000,"scope_entries":3,"account_entries":2,)"
+                                            R"("folded_entries":1203,"lost_folds":2})"));
+  REQUIRE(j["entries"].size() == 1);
+  REQUIRE(j["folded"].size() == 2);
+  CHECK(j["folded"][0] == nlohmann::json::parse(R"({"name":"request/","kind":"folded","peak_bytes":4096,)"
+                                                R"("at_peak":{},"folded_entries":1200,"count":5000,)"
+                                                R"("peak_sum_bytes":1048576,"time_s":0.0,"oom_count":0,"err_count":0})"));
+}
+
+TEST_CASE("a report with nothing folded and nothing lost says nothing about the table", "[render][cap]") {
+  const auto text = render("");
+  CHECK_THAT(text, !Contains("Folded"));
+  CHECK_THAT(text, !Contains("lost"));
+}
+
+TEST_CASE("figures_of: count is runs for a scope, allocations for an account", "[render]") {
+  const auto v = sample();
+  const auto scope = arenastat::figures_of(v[1]);
+  CHECK(scope.count == 2);
+  CHECK(scope.blocks == 0);
+  CHECK(scope.live == 0);
+  const auto lru = arenastat::figures_of(v[4]);
+  CHECK(lru.count == 10);
+  CHECK(lru.blocks == 5);
+  CHECK(lru.live == 2048);
+  CHECK(lru.peak == 4096);
+}
