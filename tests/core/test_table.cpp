@@ -57,7 +57,7 @@ TEST_CASE("a table entry costs at most 128 bytes plus its name", "[table]") {
     for (const std::string& name : names) {
       scope s{name};
       s.set_counter("nodes", 1);
-      (void)a.allocate(2000, 8);  // one chunk each: a breakdown with one tag
+      (void)a.allocate(8, 8);  // one chunk  // one chunk each: a breakdown with one tag
       a.release();
     }
   }
@@ -215,28 +215,28 @@ TEST_CASE("breakdowns survive being rewritten in place and reallocated", "[table
     s.set_counter("ab", 1);
     run_scope("test/table/rewrite/inner", 0);
     arena_resource a{"node", {.initial_chunk = 1024}};
-    (void)a.allocate(1000, 8);
+    (void)a.allocate(8, 8);  // one chunk
   }
   {
     scope s{"test/table/rewrite"};
     s.set_counter("cd", 2);
     arena_resource a{"node", {.initial_chunk = 2048}};
-    (void)a.allocate(2000, 8);
+    (void)a.allocate(8, 8);  // one chunk
   }
   auto e = test::find_entry("test/table/rewrite", entry_kind::scope);
   CHECK(e.peak_bytes == 2048);
-  CHECK(e.counters == std::vector<arenastat::counter_value>{{"cd", 2}});
+  CHECK(e.counters == std::vector<arenastat::counter_value>{{"cd", 2, 2, true}});
   {
     scope s{"test/table/rewrite"};
     s.set_counter("longer-name", 3);
     s.set_counter("x", 4);
     arena_resource a{"node", {.initial_chunk = 4096}};
-    (void)a.allocate(4000, 8);
+    (void)a.allocate(8, 8);  // one chunk
   }
   e = test::find_entry("test/table/rewrite", entry_kind::scope);
   CHECK(e.peak_bytes == 4096);
   CHECK(e.count == 3);
-  CHECK(e.counters == std::vector<arenastat::counter_value>{{"longer-name", 3}, {"x", 4}});
+  CHECK(e.counters == std::vector<arenastat::counter_value>{{"longer-name", 3, 3, true}, {"x", 4, 4, true}});
   CHECK(e.at_peak == std::vector<arenastat::tag_bytes>{{"node", 4096}});
 }
 

@@ -32,19 +32,21 @@ const char* kind_name(entry_kind kind) noexcept {
 namespace arenastat::detail {
 namespace {
 
-// One scope entry in one allocation (an entry costs its 64-byte header, its
-// name, 9 bytes per tag and 9 plus the name per counter, and malloc's
-// rounding; docs/concepts.md gives the measured figure). After the header:
-//   name bytes, padding to 8, int64 tag bytes[n_tags], int64 counter values[n_counters],
-//   uint8 tag ids[n_tags], counter names (uint8 length + bytes each).
+// One scope entry in one allocation (an entry costs its 56-byte header, its
+// name, 9 bytes per tag and 17 plus the name per counter, and malloc's
+// rounding; docs/report.md gives the measured figure). After the header,
+// unaligned (read and written with memcpy):
+//   name bytes, int64 tag bytes[n_tags], int64 counter (value at peak, last)[n_counters],
+//   uint8 tag ids[n_tags], counter names (uint8 length | 0x80 when the counter had
+//   a value at the peak, then the bytes, each).
 struct scope_record {
   std::uint64_t max_peak = 0;
   std::uint64_t last_peak = 0;
   std::uint64_t count = 0;
-  std::uint64_t oom_count = 0;
-  std::uint64_t err_count = 0;
   double total_s = 0;
   double last_s = 0;
+  std::uint32_t oom_count = 0;  // saturate at 2^32-1
+  std::uint32_t err_count = 0;
   std::uint32_t thread = 0;
   std::uint16_t name_len = 0;
   std::uint8_t n_tags = 0;
@@ -54,16 +56,24 @@ struct scope_record {
   std::string_view name() const noexcept {
     return {reinterpret_cast<const char*>(this + 1), name_len};
   }
-  static std::size_t values_offset(std::size_t name_len) noexcept { return (name_len + 7) & ~std::size_t{7}; }
-  std::int64_t* values() noexcept {
-    return reinterpret_cast<std::int64_t*>(reinterpret_cast<char*>(this + 1) + values_offset(name_len));
+  static std::size_t values_offset(std::size_t name_len) noexcept { return name_len; }
+  char* values() noexcept { return reinterpret_cast<char*>(this + 1) + name_len; }
+  const char* values() const noexcept { return const_cast<scope_record*>(this)->values(); }
+  std::int64_t value(std::size_t i) const noexcept {
+    std::int64_t v;
+    std::memcpy(&v, values() + 8 * i, 8);
+    return v;
   }
-  const std::int64_t* values() const noexcept { return const_cast<scope_record*>(this)->values(); }
-  std::uint8_t* tag_ids() noexcept { return reinterpret_cast<std::uint8_t*>(values() + n_tags + n_counters); }
+  void set_value(std::size_t i, std::int64_t v) noexcept { std::memcpy(values() + 8 * i, &v, 8); }
+  std::uint8_t* tag_ids() noexcept {
+    return reinterpret_cast<std::uint8_t*>(values() + 8 * (n_tags + 2 * std::size_t{n_counters}));
+  }
   const std::uint8_t* tag_ids() const noexcept { return const_cast<scope_record*>(this)->tag_ids(); }
   const std::uint8_t* counter_names() const noexcept { return tag_ids() + n_tags; }
 };
-static_assert(sizeof(scope_record) == 64);
+static_assert(sizeof(scope_record) == 56);
+
+constexpr std::uint8_t name_len_mask = 0x7f, at_peak_bit = 0x80;
 
 // What a new largest run brings: its non-zero tags and its counters.
 struct breakdown {
@@ -77,20 +87,39 @@ struct breakdown {
   }
   // Bytes after the name's padding.
   std::size_t tail_size() const noexcept {
-    std::size_t n = 9 * std::size_t{n_tags} + 8 * n_counters();
-    for (std::size_t i = 0; i < n_counters(); ++i) n += 1 + std::min((*counters)[i].name.size(), std::size_t{255});
+    std::size_t n = 9 * std::size_t{n_tags} + 16 * n_counters();
+    for (std::size_t i = 0; i < n_counters(); ++i) n += 1 + std::min((*counters)[i].name.size(), std::size_t{127});
     return n;
   }
 };
 
 std::size_t tail_size_of(const scope_record& r) noexcept {
-  std::size_t n = 9 * std::size_t{r.n_tags} + 8 * std::size_t{r.n_counters};
+  std::size_t n = 9 * std::size_t{r.n_tags} + 16 * std::size_t{r.n_counters};
   const std::uint8_t* p = r.counter_names();
   for (std::size_t i = 0; i < r.n_counters; ++i) {
-    n += 1 + *p;
-    p += 1 + *p;
+    const std::size_t len = *p & name_len_mask;
+    n += 1 + len;
+    p += 1 + len;
   }
   return n;
+}
+
+// Writes b's values, tag ids and counter names into r (whose layout fits b).
+void write_breakdown(scope_record& r, const breakdown& b) noexcept {
+  for (std::size_t i = 0; i < b.n_tags; ++i) r.set_value(i, b.bytes[i]);
+  for (std::size_t i = 0; i < b.n_counters(); ++i) {
+    r.set_value(b.n_tags + 2 * i, (*b.counters)[i].value);
+    r.set_value(b.n_tags + 2 * i + 1, (*b.counters)[i].last);
+  }
+  std::uint8_t* p = r.tag_ids();
+  for (std::size_t i = 0; i < b.n_tags; ++i) *p++ = b.ids[i];
+  for (std::size_t i = 0; i < b.n_counters(); ++i) {
+    const counter_value& c = (*b.counters)[i];
+    const std::size_t len = std::min(c.name.size(), std::size_t{127});
+    *p++ = static_cast<std::uint8_t>(len | (c.at_peak ? at_peak_bit : 0u));
+    std::memcpy(p, c.name.data(), len);
+    p += len;
+  }
 }
 
 // A record for `name` with `b` as its breakdown and the figures of `from` (if any).
@@ -102,18 +131,7 @@ scope_record* make_record(std::string_view name, const breakdown& b, const scope
   std::memcpy(reinterpret_cast<char*>(r + 1), name.data(), name.size());
   r->n_tags = b.n_tags;
   r->n_counters = static_cast<std::uint8_t>(b.n_counters()) & 15u;
-  std::int64_t* v = r->values();
-  for (std::size_t i = 0; i < b.n_tags; ++i) v[i] = b.bytes[i];
-  for (std::size_t i = 0; i < b.n_counters(); ++i) v[b.n_tags + i] = (*b.counters)[i].value;
-  std::uint8_t* p = r->tag_ids();
-  for (std::size_t i = 0; i < b.n_tags; ++i) *p++ = b.ids[i];
-  for (std::size_t i = 0; i < b.n_counters(); ++i) {
-    const std::string& cn = (*b.counters)[i].name;
-    const std::size_t len = std::min(cn.size(), std::size_t{255});
-    *p++ = static_cast<std::uint8_t>(len);
-    std::memcpy(p, cn.data(), len);
-    p += len;
-  }
+  write_breakdown(*r, b);
   return r;
 }
 
@@ -260,14 +278,22 @@ entry entry_of(const scope_record& r) {
   e.name = std::string(r.name());
   e.kind = entry_kind::scope;
   e.peak_bytes = r.max_peak;
-  e.at_peak = named(r.tag_ids(), r.values(), r.n_tags);
+  std::int64_t tag_bytes_at_peak[max_tags];
+  for (std::size_t i = 0; i < r.n_tags; ++i) tag_bytes_at_peak[i] = r.value(i);
+  e.at_peak = named(r.tag_ids(), tag_bytes_at_peak, r.n_tags);
   e.count = r.count;
   e.last_peak_bytes = r.last_peak;
   const std::uint8_t* p = r.counter_names();
   e.counters.reserve(r.n_counters);
   for (std::size_t i = 0; i < r.n_counters; ++i) {
-    e.counters.push_back({std::string(reinterpret_cast<const char*>(p + 1), *p), r.values()[r.n_tags + i]});
-    p += 1 + *p;
+    const std::size_t len = *p & name_len_mask;
+    counter_value c;
+    c.name.assign(reinterpret_cast<const char*>(p + 1), len);
+    c.value = r.value(r.n_tags + 2 * i);
+    c.last = r.value(r.n_tags + 2 * i + 1);
+    c.at_peak = (*p & at_peak_bit) != 0;
+    e.counters.push_back(std::move(c));
+    p += 1 + len;
   }
   e.time_s = r.total_s;
   e.last_time_s = r.last_s;
@@ -337,18 +363,7 @@ void fold_scope(const scope_run& run) noexcept {
         destroy(r);
         r = fresh;
       } else {
-        std::int64_t* v = r->values();
-        std::copy_n(b.bytes, b.n_tags, v);
-        for (std::size_t i = 0; i < b.n_counters(); ++i) v[b.n_tags + i] = run.counters[i].value;
-        std::uint8_t* p = r->tag_ids();
-        std::copy_n(b.ids, b.n_tags, p);
-        p += b.n_tags;
-        for (std::size_t i = 0; i < b.n_counters(); ++i) {
-          const std::string& cn = run.counters[i].name;
-          *p = static_cast<std::uint8_t>(cn.size());
-          std::memcpy(p + 1, cn.data(), cn.size());
-          p += 1 + cn.size();
-        }
+        write_breakdown(*r, b);
       }
       r->max_peak = run.peak;
     }
@@ -358,8 +373,8 @@ void fold_scope(const scope_run& run) noexcept {
     r->last_s = run.seconds;
     r->thread = static_cast<std::uint32_t>(run.thread);
     r->result = static_cast<std::uint8_t>(run.result) & 3u;
-    r->oom_count += run.result == run_result::oom;
-    r->err_count += run.result == run_result::err;
+    if (run.result == run_result::oom && r->oom_count != UINT32_MAX) ++r->oom_count;
+    if (run.result == run_result::err && r->err_count != UINT32_MAX) ++r->err_count;
     if (created) {
       try {
         compact(t);
