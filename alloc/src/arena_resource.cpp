@@ -45,7 +45,10 @@ arena_resource::arena_resource(std::string_view tag, const arena_options& option
       policy_(options),
       tag_(register_tag(tag)) {
   validate(options, upstream);
-  if (!options.account.empty()) account_ = &account::get(options.account);
+  if (!options.account.empty()) {
+    account_ = &account::get(options.account);
+    account_->attach_resource();
+  }
   policy_.account = {};  // the view may dangle; the account pointer is what we keep
 }
 

@@ -1,5 +1,7 @@
 #include "arenastat/grow_hook.hpp"
 
+#include "leaks_internal.hpp"
+
 namespace arenastat {
 namespace {
 
@@ -10,8 +12,10 @@ class tracking_grow_hook final : public grow_hook {
   }
   void on_acquire(charge_stamp& stamp, tag_id tag, std::size_t bytes, account* acct) override {
     stamp = charge_chunk(tag, bytes, acct);
+    detail::ledger_chunk_taken(stamp, bytes);  // ARENASTAT_LEAKS: chunks held at exit
   }
   void on_release(const charge_stamp& stamp, std::size_t bytes) noexcept override {
+    detail::ledger_chunk_given_back(stamp, bytes);
     credit_chunk(stamp, bytes);
   }
 };

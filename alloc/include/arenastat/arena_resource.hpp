@@ -40,7 +40,10 @@ class arena_resource final : public std::pmr::memory_resource {
                           std::pmr::memory_resource* upstream = std::pmr::get_default_resource());
   arena_resource(std::string_view tag, const arena_options& options,
                  std::pmr::memory_resource* upstream = std::pmr::get_default_resource());
-  ~arena_resource() override { release(); }
+  ~arena_resource() override {
+    release();
+    if (account_) account_->detach_resource();  // the last one checks for leaks (leaks.hpp)
+  }
   arena_resource(const arena_resource&) = delete;
   arena_resource& operator=(const arena_resource&) = delete;
 

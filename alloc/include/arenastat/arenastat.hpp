@@ -9,6 +9,7 @@
 #include "arenastat/arena_resource.hpp"
 #include "arenastat/context.hpp"
 #include "arenastat/grow_hook.hpp"
+#include "arenastat/leaks.hpp"
 #include "arenastat/scope.hpp"
 #include "arenastat/table.hpp"
 #include "arenastat/tags.hpp"

@@ -36,7 +36,12 @@ class tracking_resource final : public std::pmr::memory_resource {
         direct_new_delete_(upstream == std::pmr::new_delete_resource()),
         tag_(register_tag(tag)) {
     account_->use_tag(tag_);
+    account_->attach_resource();
   }
+  // The account's last resource checks for leaks (ARENASTAT_LEAKS, leaks.hpp).
+  ~tracking_resource() override { account_->detach_resource(); }
+  tracking_resource(const tracking_resource&) = delete;
+  tracking_resource& operator=(const tracking_resource&) = delete;
 
   account& tracked_account() const noexcept { return *account_; }
   std::pmr::memory_resource* upstream() const noexcept { return upstream_; }

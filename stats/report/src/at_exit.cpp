@@ -21,6 +21,8 @@
 #include "arenastat/report.hpp"
 #include "arenastat/table.hpp"
 #include "at_exit_env.hpp"
+#include "leaks_internal.hpp"
+#include "leaks_section.hpp"
 
 namespace arenastat {
 
@@ -63,36 +65,59 @@ std::string_view without_prefix(std::string_view msg) {
   return msg;
 }
 
+// The leaks found at exit: one line each on stderr unless the report already
+// carried them there; then, with ARENASTAT_LEAKS=abort, the end of the process.
+void report_leaks(const std::vector<leak>& leaks, bool already_on_stderr) noexcept {
+  if (leaks.empty()) return;
+  if (!already_on_stderr) {
+    try {
+      write_all(2, detail::leak_lines_at_exit(leaks));
+    } catch (...) {
+      write_stderr("arenastat: leak: the leak report failed\n");
+    }
+  }
+  if (leak_checking() == leak_mode::abort) detail::abort_for_leaks(leaks.size());
+}
+
 void print_report_at_exit() noexcept {
   at_exit_state& st = state();
   report_options options;
   std::string file;
   bool to_file = false;
+  // ARENASTAT_LEAKS (leaks.hpp): empty when off; later checks stay silent.
+  const std::vector<leak> leaks = detail::leaks_at_exit();
   {
     std::lock_guard lock(st.mu);
-    if (!st.armed || st.pid != ::getpid()) return;
+    if (!st.armed || st.pid != ::getpid()) {
+      report_leaks(leaks, false);
+      return;
+    }
     st.armed = false;  // once, whatever happens next
     options = st.options;
     to_file = st.to_file;
     file = st.file;
   }
+  bool leaks_on_stderr = false;
   try {
-    const std::string text = render_report(snapshot(), read_process_info(), options);
+    const std::string rendered = render_report(snapshot(), read_process_info(), options);
     if (to_file && options.format == report_format::prometheus) {
-      write_file_atomically(file, text);  // a .prom file for the textfile collector: never half written
-      return;
-    }
-    int fd = 2;
-    if (to_file) {
-      fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-      if (fd < 0) {
-        write_all(2, "arenastat: cannot open ARENASTAT_AT_EXIT_FILE '" + file +
-                         "': " + std::strerror(errno) + "; printing the report to stderr\n");
-        fd = 2;
+      write_file_atomically(file, rendered);  // a .prom file for the textfile collector: never half written
+    } else {
+      // Prometheus output gets no leaks section: the leak lines then go to stderr.
+      const std::string text = detail::with_leaks_section(rendered, leaks, options.format);
+      int fd = 2;
+      if (to_file) {
+        fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd < 0) {
+          write_all(2, "arenastat: cannot open ARENASTAT_AT_EXIT_FILE '" + file +
+                           "': " + std::strerror(errno) + "; printing the report to stderr\n");
+          fd = 2;
+        }
       }
+      write_all(fd, text);
+      leaks_on_stderr = fd == 2 && options.format != report_format::prometheus;
+      if (fd != 2) ::close(fd);
     }
-    write_all(fd, text);
-    if (fd != 2) ::close(fd);
   } catch (const std::exception& e) {
     write_stderr("arenastat: the at-exit report failed: ");
     write_stderr(e.what());
@@ -100,6 +125,7 @@ void print_report_at_exit() noexcept {
   } catch (...) {
     write_stderr("arenastat: the at-exit report failed\n");
   }
+  report_leaks(leaks, leaks_on_stderr);
 }
 
 // Registers the exit handler once. Throws std::runtime_error if atexit refuses.
@@ -133,6 +159,7 @@ void print_at_exit(std::string_view options) {
 namespace detail {
 
 void start_at_exit_from_env() noexcept {
+  (void)leak_checking();  // reads ARENASTAT_LEAKS now (a bad value warns at start-up)
   try {
     register_handler();
     const char* value = std::getenv("ARENASTAT_AT_EXIT");

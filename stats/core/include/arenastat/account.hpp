@@ -158,6 +158,14 @@ class account {
   // Sets the peak (and its breakdown) to the current live values.
   void reset_peak() noexcept;
 
+  // Resources feeding this account now (tracking_resource, test_resource, an
+  // arena_resource with an account): each calls attach_resource() when built
+  // and detach_resource() when destroyed. The detach that leaves none checks
+  // for leaks as ARENASTAT_LEAKS says (leaks.hpp). Out of line (leaks.cpp).
+  void attach_resource() noexcept;
+  void detach_resource() noexcept;
+  std::uint32_t resource_count() const noexcept { return resources_.load(std::memory_order_relaxed); }
+
   account(const account&) = delete;
   account& operator=(const account&) = delete;
 
@@ -205,6 +213,9 @@ class account {
     std::atomic<std::int64_t> peak{0};
   } shared_;
   std::atomic<std::uint64_t> tags_used_{0};  // bit per declared tag
+  std::atomic<std::uint32_t> resources_{0};  // attach_resource - detach_resource
+  std::atomic<bool> leak_reported_{false};   // reported when its last resource went; not again at exit
+  friend struct leak_access;
   struct slow;   // mutex, slot list, breakdown at peak: slow paths only
   slow* slow_;
 };
