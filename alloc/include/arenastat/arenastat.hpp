@@ -13,6 +13,7 @@
 #include "arenastat/scope.hpp"
 #include "arenastat/table.hpp"
 #include "arenastat/tags.hpp"
+#include "arenastat/test_resource.hpp"
 #include "arenastat/tracking_resource.hpp"
 // Declarations only (no <jemalloc/jemalloc.h>); using it needs arenastat::jemalloc.
 #include "arenastat/jemalloc_resource.hpp"

@@ -1,0 +1,188 @@
+// Tools for users' unit tests, after BDE's test allocator (bslma::TestAllocator):
+//
+//   test_resource            a std::pmr::memory_resource tracked under a name like
+//                            any account, that counts blocks and bytes (in use,
+//                            max, total), checks every deallocation, puts guard
+//                            bytes around every block and can be told to fail
+//                            after N more allocations;
+//   exception_test(r, f)     runs f with allocation limits 0, 1, 2, ... until it
+//                            completes, checking after each throw that no block
+//                            allocated by the run is left in use;
+//   default_resource_guard   fails when anything used the default resource
+//                            (std::pmr::get_default_resource()) while it lived.
+//
+// Catch2 v2 helpers: <arenastat/testing/catch2.hpp>. Guide: docs/testing.md.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <memory_resource>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "arenastat/account.hpp"
+
+namespace arenastat {
+
+// What a test_resource does when a deallocation is wrong (or, for abort, when
+// it is destroyed with blocks in use): throw test_resource_error, or write the
+// message on stderr and std::abort().
+enum class misuse_action { throw_error, abort };
+
+// A wrong deallocation (unknown pointer, double free, size or alignment
+// differing from the allocation's, guard bytes overwritten). what() says which,
+// with both values.
+class test_resource_error : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+// Thrown by the allocation the limit refuses (set_allocation_limit).
+class allocation_limit_reached : public std::bad_alloc {
+ public:
+  explicit allocation_limit_reached(std::string message) : message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
+struct test_resource_options {
+  misuse_action on_misuse = misuse_action::throw_error;
+  std::size_t guard_bytes = 16;  // checked bytes before and after every block (0: none)
+  bool quiet = false;            // no report on stderr when destroyed with blocks in use
+};
+
+class test_resource final : public std::pmr::memory_resource {
+ public:
+  // Blocks come from `upstream` (by default new_delete_resource(), never the
+  // default resource, so that a default_resource_guard does not see them).
+  // Every block is charged, without its guard bytes, to the account `name`
+  // with tag "heap" and to the active scopes, like tracking_resource.
+  explicit test_resource(std::string_view name,
+                         std::pmr::memory_resource* upstream = std::pmr::new_delete_resource());
+  test_resource(std::string_view name, const test_resource_options& options,
+                std::pmr::memory_resource* upstream = std::pmr::new_delete_resource());
+  // Blocks still in use are reported on stderr (unless quiet; abort mode then
+  // aborts) and given back upstream.
+  ~test_resource() override;
+  test_resource(const test_resource&) = delete;
+  test_resource& operator=(const test_resource&) = delete;
+
+  std::string_view name() const noexcept;
+  account& tracked_account() const noexcept { return *account_; }
+
+  // Counters, as BDE names them: in use now, the most in use at once, ever allocated.
+  std::int64_t blocks_in_use() const noexcept;
+  std::int64_t bytes_in_use() const noexcept;
+  std::int64_t max_blocks() const noexcept;
+  std::int64_t max_bytes() const noexcept;
+  std::int64_t total_blocks() const noexcept;   // successful allocations
+  std::int64_t total_bytes() const noexcept;
+  std::int64_t deallocations() const noexcept;  // successful deallocations
+  std::int64_t misuses() const noexcept;        // wrong deallocations reported
+  // Serial number of the next block (blocks are numbered #1, #2, ... in allocation order).
+  std::uint64_t next_serial() const noexcept;
+
+  // After `n` more allocations, the next one throws allocation_limit_reached
+  // (a std::bad_alloc) and the limit is off again. Negative: no limit (the default).
+  void set_allocation_limit(std::int64_t n) noexcept;
+  std::int64_t allocation_limit() const noexcept;
+
+  void set_quiet(bool quiet) noexcept;
+
+  // "" when no block is in use; else "arenastat::test_resource 'x' has 2 blocks
+  // (48 bytes) in use: #3 (16 bytes), #4 (32 bytes)" (at most 10 listed).
+  std::string leak_report() const;
+  // The blocks in use whose serial is at least `serial`: "#3 (16 bytes), #4 (32 bytes)".
+  std::string blocks_since(std::uint64_t serial) const;
+
+ protected:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override;
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override;
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override { return this == &other; }
+
+ private:
+  struct state;
+  [[noreturn]] void fail(const std::string& message);
+  std::unique_ptr<state> state_;
+  account* account_;
+  tag_id tag_;
+};
+
+// Thrown by exception_test when a run that threw left blocks in use.
+class exception_test_failure : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+namespace detail {
+// Throws exception_test_failure when `r` holds other than `blocks` / `bytes`
+// after the run with limit `limit` threw.
+void check_exception_run(const test_resource& r, std::int64_t limit, std::int64_t blocks, std::int64_t bytes,
+                         std::uint64_t first_serial);
+}  // namespace detail
+
+// Runs f() with allocation limit 0, 1, 2, ... on `r` until a run completes;
+// after each run ended by allocation_limit_reached, checks that `r` holds what
+// it held before the run (else throws exception_test_failure naming the blocks
+// left). Any other exception ends the test and propagates. Returns the number
+// of runs that threw (the allocations f makes). Objects f changes must be made
+// inside f: what outlives a run counts as held.
+template <class F>
+std::int64_t exception_test(test_resource& r, F&& f) {
+  for (std::int64_t limit = 0;; ++limit) {
+    const std::int64_t blocks = r.blocks_in_use();
+    const std::int64_t bytes = r.bytes_in_use();
+    const std::uint64_t first = r.next_serial();
+    r.set_allocation_limit(limit);
+    try {
+      f();
+    } catch (const allocation_limit_reached&) {
+      r.set_allocation_limit(-1);
+      detail::check_exception_run(r, limit, blocks, bytes, first);
+      continue;
+    } catch (...) {
+      r.set_allocation_limit(-1);
+      throw;
+    }
+    r.set_allocation_limit(-1);
+    return limit;
+  }
+}
+
+// Thrown by default_resource_guard::check.
+class default_resource_used : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+// While it lives, the default resource is a counting resource forwarding to
+// the previous default; the destructor restores the previous one. The default
+// is process-wide: other threads' use counts too. Memory taken through it may
+// outlive the guard (the counting resource is never destroyed).
+class default_resource_guard {
+ public:
+  default_resource_guard();
+  ~default_resource_guard();
+  default_resource_guard(const default_resource_guard&) = delete;
+  default_resource_guard& operator=(const default_resource_guard&) = delete;
+
+  std::uint64_t allocations() const noexcept;  // through the default resource since the guard began
+  std::uint64_t bytes() const noexcept;
+  // "" when unused; else "arenastat::default_resource_guard: 2 allocations (96
+  // bytes) went through the default resource while it was guarded".
+  std::string message() const;
+  void check() const;  // throws default_resource_used with message()
+
+ private:
+  struct counter;
+  counter* counter_;  // eternal
+  std::pmr::memory_resource* previous_;
+};
+
+}  // namespace arenastat

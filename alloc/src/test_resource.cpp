@@ -1,0 +1,370 @@
+// test_resource, exception_test's check, default_resource_guard.
+#include "arenastat/test_resource.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "arenastat/context.hpp"
+#include "arenastat/tags.hpp"
+
+namespace arenastat {
+
+namespace {
+
+constexpr unsigned char guard_fill = 0xB1;  // BDE's padding byte
+constexpr unsigned char freed_fill = 0xA5;  // scribbled over a block given back
+
+std::string plural(std::int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string pointer_text(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
+void write_stderr(const std::string& s) noexcept {
+  std::size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = ::write(2, s.data() + done, s.size() - done);
+    if (n <= 0) return;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+struct block {
+  std::uint64_t serial = 0;
+  std::size_t bytes = 0;
+  std::size_t alignment = 0;
+  std::size_t front = 0;  // guard bytes before the block (a multiple of alignment)
+};
+
+}  // namespace
+
+struct test_resource::state {
+  std::string name;
+  test_resource_options options;
+  std::pmr::memory_resource* upstream;
+  mutable std::mutex mu;
+  std::unordered_map<void*, block> live;
+  std::unordered_map<void*, block> freed;  // given back and not handed out again
+  std::int64_t blocks = 0, bytes = 0, max_blocks = 0, max_bytes = 0, total_blocks = 0, total_bytes = 0;
+  std::int64_t deallocations = 0, misuses = 0;
+  std::uint64_t next_serial = 1;
+  std::int64_t limit = -1;
+
+  std::size_t front_for(std::size_t alignment) const {
+    const std::size_t g = options.guard_bytes;
+    return g == 0 ? 0 : (g + alignment - 1) / alignment * alignment;
+  }
+  std::string header() const { return "arenastat::test_resource '" + name + "'"; }
+  std::string list(std::uint64_t from) const {  // under mu
+    std::vector<std::pair<std::uint64_t, std::size_t>> v;
+    for (const auto& [p, b] : live)
+      if (b.serial >= from) v.emplace_back(b.serial, b.bytes);
+    std::sort(v.begin(), v.end());
+    std::string s;
+    for (std::size_t i = 0; i < v.size() && i < 10; ++i)
+      s += (i ? ", #" : "#") + std::to_string(v[i].first) + " (" + plural(static_cast<std::int64_t>(v[i].second), "byte", "bytes") + ")";
+    if (v.size() > 10) s += ", ... (" + std::to_string(v.size() - 10) + " more)";
+    return s;
+  }
+  std::string in_use(const char* verb) const {  // under mu
+    return header() + " " + verb + " " + plural(blocks, "block", "blocks") + " (" + plural(bytes, "byte", "bytes") +
+           ") in use: " + list(0);
+  }
+};
+
+test_resource::test_resource(std::string_view name, std::pmr::memory_resource* upstream)
+    : test_resource(name, test_resource_options{}, upstream) {}
+
+test_resource::test_resource(std::string_view name, const test_resource_options& options,
+                             std::pmr::memory_resource* upstream)
+    : state_(std::make_unique<state>()), account_(&account::get(name)), tag_(register_tag("heap")) {
+  if (!upstream) throw std::invalid_argument("arenastat::test_resource: upstream resource is null");
+  state_->name = std::string(name);
+  state_->options = options;
+  state_->upstream = upstream;
+  account_->use_tag(tag_);
+  account_->attach_resource();
+}
+
+test_resource::~test_resource() {
+  std::unique_lock lock(state_->mu);
+  if (state_->blocks != 0) {
+    if (!state_->options.quiet) {
+      try {
+        write_stderr(state_->in_use("destroyed with") + "\n");
+      } catch (...) {
+      }
+      if (state_->options.on_misuse == misuse_action::abort) {
+        std::fflush(nullptr);
+        std::abort();
+      }
+    }
+    for (auto& [p, b] : state_->live) {
+      account_->on_deallocate(b.bytes, tag_);
+      state_->upstream->deallocate(static_cast<char*>(p) - b.front, b.front + b.bytes + state_->options.guard_bytes,
+                                   b.alignment);
+    }
+  }
+  lock.unlock();
+  account_->detach_resource();
+}
+
+std::string_view test_resource::name() const noexcept { return state_->name; }
+
+#define ARENASTAT_COUNTER(fn, field)                     \
+  std::int64_t test_resource::fn() const noexcept {      \
+    std::lock_guard lock(state_->mu);                    \
+    return state_->field;                                \
+  }
+ARENASTAT_COUNTER(blocks_in_use, blocks)
+ARENASTAT_COUNTER(bytes_in_use, bytes)
+ARENASTAT_COUNTER(max_blocks, max_blocks)
+ARENASTAT_COUNTER(max_bytes, max_bytes)
+ARENASTAT_COUNTER(total_blocks, total_blocks)
+ARENASTAT_COUNTER(total_bytes, total_bytes)
+ARENASTAT_COUNTER(deallocations, deallocations)
+ARENASTAT_COUNTER(misuses, misuses)
+ARENASTAT_COUNTER(allocation_limit, limit)
+#undef ARENASTAT_COUNTER
+
+std::uint64_t test_resource::next_serial() const noexcept {
+  std::lock_guard lock(state_->mu);
+  return state_->next_serial;
+}
+
+void test_resource::set_allocation_limit(std::int64_t n) noexcept {
+  std::lock_guard lock(state_->mu);
+  state_->limit = n < 0 ? -1 : n;
+}
+
+void test_resource::set_quiet(bool quiet) noexcept {
+  std::lock_guard lock(state_->mu);
+  state_->options.quiet = quiet;
+}
+
+std::string test_resource::leak_report() const {
+  std::lock_guard lock(state_->mu);
+  return state_->blocks == 0 ? std::string() : state_->in_use("has");
+}
+
+std::string test_resource::blocks_since(std::uint64_t serial) const {
+  std::lock_guard lock(state_->mu);
+  return state_->list(serial);
+}
+
+void test_resource::fail(const std::string& message) {
+  if (state_->options.on_misuse == misuse_action::abort) {
+    write_stderr(message + "\n");
+    std::fflush(nullptr);
+    std::abort();
+  }
+  throw test_resource_error(message);
+}
+
+void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
+  state& s = *state_;
+  std::unique_lock lock(s.mu);
+  if (s.limit >= 0 && s.limit-- == 0) {
+    s.limit = -1;
+    throw allocation_limit_reached(s.header() + ": allocation limit reached (allocation #" +
+                                   std::to_string(s.next_serial) + " of " + plural(static_cast<std::int64_t>(bytes), "byte", "bytes") +
+                                   " refused)");
+  }
+  const std::size_t front = s.front_for(alignment);
+  const std::size_t guard = s.options.guard_bytes;
+  if (bytes > SIZE_MAX - front - guard) throw std::bad_alloc();
+  auto* base = static_cast<unsigned char*>(s.upstream->allocate(front + bytes + guard, alignment));
+  unsigned char* p = base + front;
+  if (detail::tls_scopes.depth != 0) {
+    try {
+      detail::charge_scopes(tag_, bytes);
+    } catch (...) {
+      s.upstream->deallocate(base, front + bytes + guard, alignment);
+      throw;
+    }
+  }
+  try {
+    s.live.emplace(p, block{s.next_serial, bytes, alignment, front});
+  } catch (...) {
+    if (detail::tls_scopes.depth != 0) detail::credit_scopes(tag_, bytes);
+    s.upstream->deallocate(base, front + bytes + guard, alignment);
+    throw;
+  }
+  account_->on_allocate(bytes, tag_);
+  s.freed.erase(p);
+  std::memset(base, guard_fill, front);
+  std::memset(p + bytes, guard_fill, guard);
+  ++s.next_serial;
+  ++s.blocks;
+  s.bytes += static_cast<std::int64_t>(bytes);
+  ++s.total_blocks;
+  s.total_bytes += static_cast<std::int64_t>(bytes);
+  s.max_blocks = std::max(s.max_blocks, s.blocks);
+  s.max_bytes = std::max(s.max_bytes, s.bytes);
+  return p;
+}
+
+namespace {
+
+// "offsets 16..18" / "offset -1": the changed guard bytes in [from, to) of the block.
+std::string changed_range(const unsigned char* p, std::ptrdiff_t from, std::ptrdiff_t to) {
+  std::ptrdiff_t first = 0, last = 0;
+  bool any = false;
+  for (std::ptrdiff_t i = from; i < to; ++i) {
+    if (p[i] == guard_fill) continue;
+    if (!any) first = i;
+    last = i;
+    any = true;
+  }
+  if (!any) return {};
+  return first == last ? "offset " + std::to_string(first)
+                       : "offsets " + std::to_string(first) + ".." + std::to_string(last);
+}
+
+}  // namespace
+
+void test_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
+  state& s = *state_;
+  std::unique_lock lock(s.mu);
+  const std::string call =
+      s.header() + ": deallocate(" + pointer_text(p) + ", " + std::to_string(bytes) + ", " + std::to_string(alignment) + ")";
+  const auto it = s.live.find(p);
+  if (it == s.live.end()) {
+    ++s.misuses;
+    const auto f = s.freed.find(p);
+    const std::string message =
+        f == s.freed.end()
+            ? call + " of a pointer it did not allocate"
+            : call + " of block #" + std::to_string(f->second.serial) + " (" +
+                  plural(static_cast<std::int64_t>(f->second.bytes), "byte", "bytes") + "), already deallocated (double free)";
+    lock.unlock();
+    fail(message);
+  }
+  const block b = it->second;
+  const std::string of_block = call + " of block #" + std::to_string(b.serial);
+  std::string wrong;
+  if (bytes != b.bytes)
+    wrong = "size " + std::to_string(bytes) + " differs from the allocation's " + std::to_string(b.bytes);
+  if (alignment != b.alignment)
+    wrong += (wrong.empty() ? "" : "; ") + std::string("alignment ") + std::to_string(alignment) +
+             " differs from the allocation's " + std::to_string(b.alignment);
+  if (!wrong.empty()) {  // the block stays in use: the caller's figures cannot be trusted
+    ++s.misuses;
+    lock.unlock();
+    fail(of_block + ": " + wrong);
+  }
+  auto* user = static_cast<unsigned char*>(p);
+  const auto n = static_cast<std::ptrdiff_t>(b.bytes);
+  const std::string before = changed_range(user, -static_cast<std::ptrdiff_t>(b.front), 0);
+  const std::string after = changed_range(user, n, n + static_cast<std::ptrdiff_t>(s.options.guard_bytes));
+  // Given back in any case: the size and alignment match.
+  account_->on_deallocate(b.bytes, tag_);
+  if (detail::tls_scopes.depth != 0) detail::credit_scopes(tag_, b.bytes);
+  s.live.erase(it);
+  try {
+    s.freed.insert_or_assign(p, b);
+  } catch (...) {
+  }
+  --s.blocks;
+  s.bytes -= n;
+  ++s.deallocations;
+  const std::size_t total = b.front + b.bytes + s.options.guard_bytes;
+  std::memset(user - b.front, freed_fill, total);
+  s.upstream->deallocate(user - b.front, total, b.alignment);
+  if (!before.empty() || !after.empty()) {
+    ++s.misuses;
+    std::string what = of_block + " (" + plural(n, "byte", "bytes") + "): ";
+    if (!before.empty()) what += "written before the start: guard bytes at " + before + " changed";
+    if (!before.empty() && !after.empty()) what += "; ";
+    if (!after.empty()) what += "written past the end: guard bytes at " + after + " changed";
+    lock.unlock();
+    fail(what);
+  }
+}
+
+namespace detail {
+
+void check_exception_run(const test_resource& r, std::int64_t limit, std::int64_t blocks, std::int64_t bytes,
+                         std::uint64_t first_serial) {
+  const std::int64_t now_blocks = r.blocks_in_use();
+  const std::int64_t now_bytes = r.bytes_in_use();
+  if (now_blocks == blocks && now_bytes == bytes) return;
+  const std::string left = r.blocks_since(first_serial);
+  throw exception_test_failure(
+      "arenastat::exception_test: test_resource '" + std::string(r.name()) + "': after the exception at allocation " +
+      std::to_string(limit + 1) + " of the run (limit " + std::to_string(limit) + "), " +
+      plural(now_blocks, "block", "blocks") + " (" + plural(now_bytes, "byte", "bytes") + ") in use, " +
+      plural(blocks, "block", "blocks") + " (" + plural(bytes, "byte", "bytes") + ") before the run" +
+      (left.empty() ? std::string() : "; left by the run: " + left));
+}
+
+}  // namespace detail
+
+// ---- default_resource_guard -------------------------------------------------
+
+struct default_resource_guard::counter final : std::pmr::memory_resource {
+  std::pmr::memory_resource* upstream = nullptr;
+  std::atomic<std::uint64_t> allocations{0};
+  std::atomic<std::uint64_t> bytes{0};
+
+  void* do_allocate(std::size_t n, std::size_t alignment) override {
+    void* p = upstream->allocate(n, alignment);
+    allocations.fetch_add(1, std::memory_order_relaxed);
+    bytes.fetch_add(n, std::memory_order_relaxed);
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t n, std::size_t alignment) override { upstream->deallocate(p, n, alignment); }
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
+};
+
+namespace {
+// Every counter ever made: memory taken through one may be given back after
+// its guard ended, so they are never destroyed (and stay reachable).
+std::vector<void*>& all_counters() {
+  static auto* v = new std::vector<void*>;
+  return *v;
+}
+std::mutex counters_mu;
+}  // namespace
+
+default_resource_guard::default_resource_guard() : counter_(new counter) {
+  {
+    std::lock_guard lock(counters_mu);
+    all_counters().push_back(counter_);
+  }
+  counter_->upstream = std::pmr::get_default_resource();
+  previous_ = std::pmr::set_default_resource(counter_);
+}
+
+default_resource_guard::~default_resource_guard() { std::pmr::set_default_resource(previous_); }
+
+std::uint64_t default_resource_guard::allocations() const noexcept {
+  return counter_->allocations.load(std::memory_order_relaxed);
+}
+std::uint64_t default_resource_guard::bytes() const noexcept { return counter_->bytes.load(std::memory_order_relaxed); }
+
+std::string default_resource_guard::message() const {
+  const std::uint64_t n = allocations();
+  if (n == 0) return {};
+  return "arenastat::default_resource_guard: " + plural(static_cast<std::int64_t>(n), "allocation", "allocations") +
+         " (" + plural(static_cast<std::int64_t>(bytes()), "byte", "bytes") +
+         ") went through the default resource while it was guarded";
+}
+
+void default_resource_guard::check() const {
+  if (std::string m = message(); !m.empty()) throw default_resource_used(m);
+}
+
+}  // namespace arenastat

@@ -1,0 +1,334 @@
+// arenastat::test_resource, exception_test, default_resource_guard and the
+// Catch2 helpers: every misuse with its exact message.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arenastat/test_resource.hpp>
+#include <arenastat/testing/catch2.hpp>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstring>
+#include <memory_resource>
+#include <string>
+#include <vector>
+
+#include "arenastat/scope.hpp"
+#include "arenastat/table.hpp"
+
+namespace {
+
+std::string ptr(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
+// Runs `f` with stderr sent to a file; returns what it wrote.
+template <class F>
+std::string stderr_of(F&& f) {
+  char path[] = "/tmp/arenastat-testing-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  const int saved = ::dup(2);
+  ::dup2(fd, 2);
+  f();
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::string out;
+  ::lseek(fd, 0, SEEK_SET);
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  ::unlink(path);
+  return out;
+}
+
+// Runs `f` in a fork()ed child with stderr captured; returns (exit code or
+// 128 + signal, stderr).
+template <class F>
+std::pair<int, std::string> in_child(F&& f) {
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], 2);
+    ::close(pipe_fds[0]);
+    f();
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string err;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<std::size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), err};
+}
+
+// A deliberately unsafe container: push_back grows by allocating the new
+// buffer, then a bookkeeping node; if the node's allocation throws, the new
+// buffer leaks. The safe variant frees it.
+template <bool Safe>
+class growing_vector {
+ public:
+  explicit growing_vector(std::pmr::memory_resource* r) : r_(r) {}
+  ~growing_vector() {
+    if (data_) r_->deallocate(data_, capacity_ * sizeof(int), alignof(int));
+    for (void* n : nodes_) r_->deallocate(n, 32, 8);
+  }
+  void push_back(int v) {
+    if (size_ == capacity_) {
+      const std::size_t cap = capacity_ ? capacity_ * 2 : 2;
+      auto* fresh = static_cast<int*>(r_->allocate(cap * sizeof(int), alignof(int)));
+      void* node = nullptr;
+      if constexpr (Safe) {
+        try {
+          node = r_->allocate(32, 8);
+        } catch (...) {
+          r_->deallocate(fresh, cap * sizeof(int), alignof(int));
+          throw;
+        }
+      } else {
+        node = r_->allocate(32, 8);  // throws: `fresh` leaks
+      }
+      nodes_.push_back(node);
+      std::copy(data_, data_ + size_, fresh);
+      if (data_) r_->deallocate(data_, capacity_ * sizeof(int), alignof(int));
+      data_ = fresh;
+      capacity_ = cap;
+    }
+    data_[size_++] = v;
+  }
+  std::size_t size() const { return size_; }
+
+ private:
+  std::pmr::memory_resource* r_;
+  int* data_ = nullptr;
+  std::size_t size_ = 0, capacity_ = 0;
+  std::vector<void*> nodes_;  // std::allocator: not the resource's
+};
+
+}  // namespace
+
+TEST_CASE("test_resource: counts blocks and bytes in use, max and total, like BDE's", "[test_resource]") {
+  arenastat::test_resource r{"testing/counts"};
+  void* a = r.allocate(100, 8);
+  void* b = r.allocate(50, 16);
+  CHECK(r.blocks_in_use() == 2);
+  CHECK(r.bytes_in_use() == 150);
+  r.deallocate(a, 100, 8);
+  void* c = r.allocate(10, 1);
+  CHECK(r.blocks_in_use() == 2);
+  CHECK(r.bytes_in_use() == 60);
+  CHECK(r.max_blocks() == 2);
+  CHECK(r.max_bytes() == 150);
+  CHECK(r.total_blocks() == 3);
+  CHECK(r.total_bytes() == 160);
+  CHECK(r.deallocations() == 1);
+  CHECK(r.leak_report() == "arenastat::test_resource 'testing/counts' has 2 blocks (60 bytes) in use: #2 (50 bytes), #3 (10 bytes)");
+  CHECK(reinterpret_cast<std::uintptr_t>(b) % 16 == 0);
+  r.deallocate(b, 50, 16);
+  r.deallocate(c, 10, 1);
+  CHECK(r.leak_report().empty());
+  CHECK(r.misuses() == 0);
+}
+
+TEST_CASE("test_resource: tracked under its name like any account, and charged to scopes", "[test_resource]") {
+  arenastat::test_resource r{"testing/account"};
+  {
+    arenastat::scope s{"testing/account-scope"};
+    void* p = r.allocate(300);
+    CHECK(r.tracked_account().live_bytes() == 300);
+    CHECK(s.net_bytes() == 300);
+    r.deallocate(p, 300);
+  }
+  const arenastat::account_totals t = r.tracked_account().totals();
+  CHECK(t.live_bytes == 0);
+  CHECK(t.peak_bytes == 300);
+  CHECK(t.allocations == 1);
+  CHECK(t.frees == 1);
+  CHECK(r.tracked_account().resource_count() == 1);
+}
+
+TEST_CASE("test_resource: a pointer it did not allocate", "[test_resource][misuse]") {
+  arenastat::test_resource r{"testing/unknown"};
+  int x = 0;
+  CHECK_THROWS_WITH(r.deallocate(&x, 4, 4), "arenastat::test_resource 'testing/unknown': deallocate(" + ptr(&x) +
+                                                ", 4, 4) of a pointer it did not allocate");
+  CHECK(r.misuses() == 1);
+}
+
+TEST_CASE("test_resource: a double free", "[test_resource][misuse]") {
+  arenastat::test_resource r{"testing/double"};
+  void* p = r.allocate(24, 8);
+  r.deallocate(p, 24, 8);
+  CHECK_THROWS_AS(r.deallocate(p, 24, 8), arenastat::test_resource_error);
+  CHECK_THROWS_WITH(r.deallocate(p, 24, 8), "arenastat::test_resource 'testing/double': deallocate(" + ptr(p) +
+                                                ", 24, 8) of block #1 (24 bytes), already deallocated (double free)");
+  CHECK(r.blocks_in_use() == 0);
+}
+
+TEST_CASE("test_resource: a size differing from the allocation's", "[test_resource][misuse]") {
+  arenastat::test_resource r{"testing/size"};
+  void* p = r.allocate(24, 8);
+  CHECK_THROWS_WITH(r.deallocate(p, 32, 8), "arenastat::test_resource 'testing/size': deallocate(" + ptr(p) +
+                                                ", 32, 8) of block #1: size 32 differs from the allocation's 24");
+  CHECK(r.blocks_in_use() == 1);  // still in use: given back right, it goes
+  r.deallocate(p, 24, 8);
+  CHECK(r.blocks_in_use() == 0);
+}
+
+TEST_CASE("test_resource: an alignment differing from the allocation's (and both)", "[test_resource][misuse]") {
+  arenastat::test_resource r{"testing/align"};
+  void* p = r.allocate(24, 8);
+  CHECK_THROWS_WITH(r.deallocate(p, 24, 16), "arenastat::test_resource 'testing/align': deallocate(" + ptr(p) +
+                                                 ", 24, 16) of block #1: alignment 16 differs from the allocation's 8");
+  CHECK_THROWS_WITH(r.deallocate(p, 8, 4), "arenastat::test_resource 'testing/align': deallocate(" + ptr(p) +
+                                               ", 8, 4) of block #1: size 8 differs from the allocation's 24; "
+                                               "alignment 4 differs from the allocation's 8");
+  r.deallocate(p, 24, 8);
+}
+
+TEST_CASE("test_resource: guard bytes find a write past the end", "[test_resource][misuse]") {
+  arenastat::test_resource r{"testing/overrun"};
+  auto* p = static_cast<char*>(r.allocate(10, 2));
+  std::memset(p, 'x', 13);  // 3 bytes too many
+  CHECK_THROWS_WITH(r.deallocate(p, 10, 2),
+                    "arenastat::test_resource 'testing/overrun': deallocate(" + ptr(p) +
+                        ", 10, 2) of block #1 (10 bytes): written past the end: guard bytes at offsets 10..12 changed");
+  CHECK(r.blocks_in_use() == 0);  // given back all the same
+}
+
+TEST_CASE("test_resource: guard bytes find a write before the start", "[test_resource][misuse]") {
+  arenastat::test_resource r{"testing/underrun"};
+  auto* p = static_cast<char*>(r.allocate(8, 8));
+  p[-1] = 0;
+  CHECK_THROWS_WITH(r.deallocate(p, 8, 8),
+                    "arenastat::test_resource 'testing/underrun': deallocate(" + ptr(p) +
+                        ", 8, 8) of block #1 (8 bytes): written before the start: guard bytes at offset -1 changed");
+}
+
+TEST_CASE("test_resource: misuse_action::abort writes the message and aborts", "[test_resource][misuse]") {
+  const auto [code, err] = in_child([] {
+    arenastat::test_resource r{"testing/abort", {.on_misuse = arenastat::misuse_action::abort}};
+    int x = 0;
+    std::fprintf(stderr, "%s\n", ptr(&x).c_str());
+    std::fflush(stderr);
+    r.deallocate(&x, 4, 4);
+  });
+  CHECK(code == 128 + SIGABRT);
+  const std::string p = err.substr(0, err.find('\n'));
+  CHECK(err == p + "\narenastat::test_resource 'testing/abort': deallocate(" + p +
+                   ", 4, 4) of a pointer it did not allocate\n");
+}
+
+TEST_CASE("test_resource: destroyed with blocks in use, it says which (and aborts in abort mode)", "[test_resource]") {
+  const std::string err = stderr_of([] {
+    arenastat::test_resource r{"testing/leaky"};
+    (void)r.allocate(40);
+    void* p = r.allocate(8);
+    (void)r.allocate(16);
+    r.deallocate(p, 8);
+  });
+  CHECK(err == "arenastat::test_resource 'testing/leaky' destroyed with 2 blocks (56 bytes) in use: #1 (40 bytes), #3 (16 bytes)\n");
+  CHECK(arenastat::account::get("testing/leaky").live_bytes() == 0);  // given back at destruction
+  CHECK(stderr_of([] {
+          arenastat::test_resource r{"testing/leaky-quiet", {.quiet = true}};
+          (void)r.allocate(40);
+        }).empty());
+  const auto [code, abort_err] = in_child([] {
+    arenastat::test_resource r{"testing/leaky-abort", {.on_misuse = arenastat::misuse_action::abort}};
+    (void)r.allocate(40);
+  });
+  CHECK(code == 128 + SIGABRT);
+  CHECK(abort_err == "arenastat::test_resource 'testing/leaky-abort' destroyed with 1 block (40 bytes) in use: #1 (40 bytes)\n");
+}
+
+TEST_CASE("test_resource: the allocation limit refuses the allocation after N with std::bad_alloc", "[test_resource]") {
+  arenastat::test_resource r{"testing/limit"};
+  r.set_allocation_limit(2);
+  void* a = r.allocate(8);
+  void* b = r.allocate(8);
+  CHECK_THROWS_AS(r.allocate(8), std::bad_alloc);
+  CHECK(r.allocation_limit() == -1);  // one refusal, then off
+  void* c = r.allocate(8);
+  r.set_allocation_limit(0);
+  CHECK_THROWS_WITH(r.allocate(5), "arenastat::test_resource 'testing/limit': allocation limit reached (allocation #4 of 5 bytes refused)");
+  CHECK(r.total_blocks() == 3);
+  for (void* p : {a, b, c}) r.deallocate(p, 8);
+}
+
+TEST_CASE("exception_test: a safe container passes every limit", "[exception_test]") {
+  arenastat::test_resource r{"testing/safe"};
+  const std::int64_t runs = arenastat::exception_test(r, [&] {
+    growing_vector<true> v{&r};
+    for (int i = 0; i < 5; ++i) v.push_back(i);  // grows at 0, 2, 4: 6 allocations
+  });
+  CHECK(runs == 6);
+  CHECK(r.blocks_in_use() == 0);
+}
+
+TEST_CASE("exception_test: finds the deliberately unsafe container", "[exception_test]") {
+  arenastat::test_resource r{"testing/unsafe", {.quiet = true}};
+  CHECK_THROWS_WITH(arenastat::exception_test(r,
+                                              [&] {
+                                                growing_vector<false> v{&r};
+                                                for (int i = 0; i < 5; ++i) v.push_back(i);
+                                              }),
+                    "arenastat::exception_test: test_resource 'testing/unsafe': after the exception at allocation 2 "
+                    "of the run (limit 1), 1 block (8 bytes) in use, 0 blocks (0 bytes) before the run; left by the "
+                    "run: #1 (8 bytes)");
+}
+
+TEST_CASE("exception_test: blocks held before the run are not leaks; other exceptions propagate", "[exception_test]") {
+  arenastat::test_resource r{"testing/held"};
+  void* held = r.allocate(64);
+  CHECK(arenastat::exception_test(r, [&] { r.deallocate(r.allocate(8), 8); }) == 1);
+  CHECK_THROWS_WITH(arenastat::exception_test(r, [] { throw std::runtime_error("boom"); }), "boom");
+  r.deallocate(held, 64);
+}
+
+TEST_CASE("default_resource_guard: fails when the default resource was used", "[default_guard]") {
+  std::pmr::memory_resource* before = std::pmr::get_default_resource();
+  {
+    arenastat::default_resource_guard guard;
+    CHECK(guard.message().empty());
+    CHECK_NOTHROW(guard.check());
+    std::pmr::vector<int> v;  // the default resource
+    v.reserve(10);
+    CHECK(guard.allocations() == 1);
+    CHECK(guard.bytes() == 40);
+    CHECK(guard.message() ==
+          "arenastat::default_resource_guard: 1 allocation (40 bytes) went through the default resource while it "
+          "was guarded");
+    CHECK_THROWS_AS(guard.check(), arenastat::default_resource_used);
+  }
+  CHECK(std::pmr::get_default_resource() == before);
+}
+
+TEST_CASE("catch2 helpers: a clean block passes", "[catch2]") {
+  ARENASTAT_CHECKED_RESOURCE(mem);
+  CHECK(mem.name() == "catch2 helpers: a clean block passes/mem");
+  std::pmr::vector<int> v{&mem};
+  v.assign({1, 2, 3});
+  ARENASTAT_CHECK_EXCEPTION_SAFE(mem, [&] { growing_vector<true> g{&mem}; g.push_back(1); });
+}
+
+TEST_CASE("catch2 helpers: a leak fails the test", "[catch2][!shouldfail]") {
+  ARENASTAT_CHECKED_RESOURCE(mem);
+  (void)mem.allocate(8);
+}
+
+TEST_CASE("catch2 helpers: default resource use fails the test", "[catch2][!shouldfail]") {
+  ARENASTAT_NO_DEFAULT_RESOURCE();
+  std::pmr::vector<int> v{1, 2, 3};
+}
+
+TEST_CASE("catch2 helpers: an unsafe container fails the test", "[catch2][!shouldfail]") {
+  arenastat::test_resource mem{"testing/catch2-unsafe", {.quiet = true}};
+  ARENASTAT_CHECK_EXCEPTION_SAFE(mem, [&] { growing_vector<false> g{&mem}; g.push_back(1); g.push_back(2); g.push_back(3); });
+}
