@@ -187,7 +187,8 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   if (bytes > SIZE_MAX - front - guard) throw std::bad_alloc();
   auto* base = static_cast<unsigned char*>(s.upstream->allocate(front + bytes + guard, alignment));
   unsigned char* p = base + front;
-  if (detail::tls_scopes.depth != 0) {
+  const bool scopes = s.options.charge_scopes && detail::tls_scopes.depth != 0;
+  if (scopes) {
     try {
       detail::charge_scopes(tag_, bytes);
     } catch (...) {
@@ -198,7 +199,7 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   try {
     s.live.emplace(p, block{s.next_serial, bytes, alignment, front});
   } catch (...) {
-    if (detail::tls_scopes.depth != 0) detail::credit_scopes(tag_, bytes);
+    if (scopes) detail::credit_scopes(tag_, bytes);
     s.upstream->deallocate(base, front + bytes + guard, alignment);
     throw;
   }
@@ -271,7 +272,7 @@ void test_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignm
   const std::string after = changed_range(user, n, n + static_cast<std::ptrdiff_t>(s.options.guard_bytes));
   // Given back in any case: the size and alignment match.
   account_->on_deallocate(b.bytes, tag_);
-  if (detail::tls_scopes.depth != 0) detail::credit_scopes(tag_, b.bytes);
+  if (s.options.charge_scopes && detail::tls_scopes.depth != 0) detail::credit_scopes(tag_, b.bytes);
   s.live.erase(it);
   try {
     s.freed.insert_or_assign(p, b);

@@ -7,10 +7,10 @@
 
 #include "arenastat/cache/cache.hpp"
 #include "arenastat/cache/sharded_cache.hpp"
+#include "arenastat/test_resource.hpp"
 #include "cache_test_support.hpp"
 
 using namespace arenastat;
-using cache_test::failing_resource;
 using cache_test::live;
 using u64 = std::uint64_t;
 
@@ -40,7 +40,8 @@ TEMPLATE_TEST_CASE("exceptions: bad_alloc from the upstream on every allocation 
   const std::size_t tables = std::string_view(TestType::name) == "tinylfu" ? 3 : 2;
   for (std::size_t fail_at = 1; fail_at <= tables + 3; ++fail_at) {
     CAPTURE(fail_at);
-    failing_resource upstream{fail_at};
+    arenastat::test_resource upstream{"test.exc.upstream", {.charge_scopes = false}};
+    upstream.set_allocation_limit(static_cast<std::int64_t>(fail_at) - 1);  // the fail_at-th throws
     {
       C c{name, {.max_entries = 10'000}, &upstream};
       u64 stored = 0;
@@ -62,7 +63,7 @@ TEMPLATE_TEST_CASE("exceptions: bad_alloc from the upstream on every allocation 
       check_contents(c, 0, stored);
       CHECK(c.stats().evictions == 0);
       // Accounting is exact: the account, the cache and the upstream agree.
-      CHECK(live(name) == upstream.live());
+      CHECK(live(name) == upstream.bytes_in_use());
       CHECK(live(name) == static_cast<std::int64_t>(c.own_bytes()));
       // The cache keeps working once the upstream does.
       for (u64 k = stored; k < 10'000; ++k) c.put(k, k * 3);
@@ -71,7 +72,7 @@ TEMPLATE_TEST_CASE("exceptions: bad_alloc from the upstream on every allocation 
       CHECK(live(name) == static_cast<std::int64_t>(C::footprint_bytes(10'000)));
     }
     CHECK(live(name) == 0);
-    CHECK(upstream.live() == 0);
+    CHECK(upstream.bytes_in_use() == 0);
   }
 }
 

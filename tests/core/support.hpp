@@ -10,30 +10,9 @@
 
 namespace test {
 
-// An upstream that counts what it hands out and can be told to fail.
-class counting_resource : public std::pmr::memory_resource {
- public:
-  std::size_t outstanding_bytes = 0;
-  std::size_t allocations = 0;
-  std::size_t deallocations = 0;
-  long fail_after = -1;  // allocations that succeed before every further one throws; -1: never
-
- protected:
-  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    if (fail_after == 0) throw std::bad_alloc();
-    if (fail_after > 0) --fail_after;
-    void* p = std::pmr::new_delete_resource()->allocate(bytes, alignment);
-    outstanding_bytes += bytes;
-    ++allocations;
-    return p;
-  }
-  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
-    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
-    outstanding_bytes -= bytes;
-    ++deallocations;
-  }
-  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
-};
+// The upstream of the resources under test: counts what it hands out and
+// can be told to refuse an allocation. Scopes are left to the resources above.
+inline arenastat::test_resource_options upstream_options() { return {.charge_scopes = false}; }
 
 // A grow hook that records chunk sizes and chains to the tracking hook.
 class recording_hook : public arenastat::grow_hook {

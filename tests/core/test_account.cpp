@@ -80,22 +80,22 @@ TEST_CASE("tracked traffic is charged to the active scopes", "[account][scope]")
 }
 
 TEST_CASE("a scope limit stops a tracked allocation and returns the memory", "[account][scope]") {
-  test::counting_resource up;
+  arenastat::test_resource up{"test.upstream", test::upstream_options()};
   tracking_resource r{"test.account.limited", &up};
   scope s{"test/account/limited", {.limit_bytes = 1000}};
   void* a = r.allocate(600, 8);
   CHECK_THROWS_AS(r.allocate(600, 8), arenastat::limit_exceeded);
-  CHECK(up.outstanding_bytes == 600);
+  CHECK(up.bytes_in_use() == 600);
   CHECK(r.tracked_account().totals().allocations == 1);
   CHECK(s.net_bytes() == 600);
   r.deallocate(a, 600, 8);
 }
 
 TEST_CASE("an upstream that throws leaves the account unchanged", "[account]") {
-  test::counting_resource up;
+  arenastat::test_resource up{"test.upstream", test::upstream_options()};
   tracking_resource r{"test.account.throwing", &up};
   void* a = r.allocate(100, 8);
-  up.fail_after = 0;
+  up.set_allocation_limit(0);  // the next allocation throws, once
   CHECK_THROWS_AS(r.allocate(100, 8), std::bad_alloc);
   const auto t = r.tracked_account().totals();
   CHECK(t.live_bytes == 100);

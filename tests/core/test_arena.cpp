@@ -77,15 +77,15 @@ TEST_CASE("a zero-byte request before any chunk returns a usable pointer and tak
 }
 
 TEST_CASE("release gives every chunk back and restarts the policy", "[arena]") {
-  test::counting_resource up;
+  arenastat::test_resource up{"test.upstream", test::upstream_options()};
   test::recording_hook hook;
   arena_resource a{"node", arena_options{.initial_chunk = 256, .growth_factor = 2.0, .max_chunk = 1024, .hook = &hook}, &up};
   (void)a.allocate(200, 8);
   (void)a.allocate(400, 8);
   (void)a.allocate(3000, 8);
-  CHECK(up.outstanding_bytes == a.bytes_reserved());
+  CHECK(up.bytes_in_use() == static_cast<std::int64_t>(a.bytes_reserved()));
   a.release();
-  CHECK(up.outstanding_bytes == 0);
+  CHECK(up.bytes_in_use() == 0);
   CHECK(hook.released.size() == 3);
   CHECK(a.bytes_reserved() == 0);
   CHECK(a.bytes_requested() == 0);
@@ -94,7 +94,7 @@ TEST_CASE("release gives every chunk back and restarts the policy", "[arena]") {
 }
 
 TEST_CASE("the destructor reports every chunk through the hook", "[arena]") {
-  test::counting_resource up;
+  arenastat::test_resource up{"test.upstream", test::upstream_options()};
   test::recording_hook hook;
   {
     arena_resource a{"node", arena_options{.initial_chunk = 256, .hook = &hook}, &up};
@@ -103,23 +103,23 @@ TEST_CASE("the destructor reports every chunk through the hook", "[arena]") {
   }
   CHECK(hook.acquired == std::vector<std::size_t>{256, 512});
   CHECK(hook.released.size() == 2);
-  CHECK(up.outstanding_bytes == 0);
+  CHECK(up.bytes_in_use() == 0);
 }
 
 TEST_CASE("deallocate is a no-op", "[arena]") {
-  test::counting_resource up;
+  arenastat::test_resource up{"test.upstream", test::upstream_options()};
   arena_resource a{"node", arena_options{.initial_chunk = 256}, &up};
   void* p = a.allocate(64, 8);
   a.deallocate(p, 64, 8);
   CHECK(a.bytes_requested() == 64);
-  CHECK(up.outstanding_bytes == 256);
+  CHECK(up.bytes_in_use() == 256);
 }
 
 TEST_CASE("an upstream that throws leaves the arena and its account unchanged", "[arena]") {
-  test::counting_resource up;
+  arenastat::test_resource up{"test.upstream", test::upstream_options()};
   arena_resource a{"node", arena_options{.initial_chunk = 256, .account = "test.arena.throwing"}, &up};
   (void)a.allocate(256 - H, 8);  // fills the first chunk
-  up.fail_after = 0;
+  up.set_allocation_limit(0);  // the next allocation throws, once
   CHECK_THROWS_AS(a.allocate(200, 8), std::bad_alloc);
   CHECK(a.chunk_count() == 1);
   CHECK(a.bytes_reserved() == 256);
@@ -127,7 +127,7 @@ TEST_CASE("an upstream that throws leaves the arena and its account unchanged", 
   auto t = arenastat::account::get("test.arena.throwing").totals();
   CHECK(t.live_bytes == 256);
   CHECK(t.allocations == 1);
-  up.fail_after = -1;  // recovered: growth works again
+  // the limit refused one allocation: growth works again
   (void)a.allocate(200, 8);
   CHECK(a.chunk_count() == 2);
   CHECK(arenastat::account::get("test.arena.throwing").totals().live_bytes == 256 + 512);

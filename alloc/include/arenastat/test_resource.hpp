@@ -55,6 +55,10 @@ struct test_resource_options {
   misuse_action on_misuse = misuse_action::throw_error;
   std::size_t guard_bytes = 16;  // checked bytes before and after every block (0: none)
   bool quiet = false;            // no report on stderr when destroyed with blocks in use
+  // Charge the active scopes too (like tracking_resource). Turn off when the
+  // resource is the upstream of tracked resources (an arena, a tracking_resource),
+  // which already charge the scopes: else each byte is charged twice.
+  bool charge_scopes = true;
 };
 
 class test_resource final : public std::pmr::memory_resource {
@@ -62,7 +66,8 @@ class test_resource final : public std::pmr::memory_resource {
   // Blocks come from `upstream` (by default new_delete_resource(), never the
   // default resource, so that a default_resource_guard does not see them).
   // Every block is charged, without its guard bytes, to the account `name`
-  // with tag "heap" and to the active scopes, like tracking_resource.
+  // with tag "heap" and (options.charge_scopes) to the active scopes, like
+  // tracking_resource.
   explicit test_resource(std::string_view name,
                          std::pmr::memory_resource* upstream = std::pmr::new_delete_resource());
   test_resource(std::string_view name, const test_resource_options& options,
