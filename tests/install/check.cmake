@@ -21,4 +21,7 @@ run(${WORK}/build/consumer)
 if(NOT last_output MATCHES "consumer: ok")
   message(FATAL_ERROR "consumer printed: ${last_output}")
 endif()
+if(EXISTS ${WORK}/build/consumer_catch2)   # built where Catch2 is installed
+  run(${WORK}/build/consumer_catch2)
+endif()
 message(STATUS "consumer (${MODE}): ok")

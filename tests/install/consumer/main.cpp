@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory_resource>
+#include <vector>
 
 namespace {
 
@@ -35,6 +37,15 @@ int main() {
     (void)a.allocate(100, 8);
   }
   ok &= check(peak_of("consumer/task") == 4096, "arena scope peak");
+
+  {  // arenastat::test_resource: a safe push_back passes exception_test (one run per allocation).
+    arenastat::test_resource mem{"consumer/test_resource"};
+    const auto runs = arenastat::exception_test(mem, [&] {
+      std::pmr::vector<int> v{&mem};
+      v.push_back(1);
+    });
+    ok &= check(runs == 1 && mem.blocks_in_use() == 0 && mem.total_blocks() == 1, "test_resource");
+  }
 
   {  // arenastat::jemalloc: a tracked block of 1000 bytes on a jemalloc arena.
     arenastat::jemalloc_resource j;
