@@ -185,13 +185,19 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   const std::size_t front = s.front_for(alignment);
   const std::size_t guard = s.options.guard_bytes;
   if (bytes > SIZE_MAX - front - guard) throw std::bad_alloc();
-  auto* base = static_cast<unsigned char*>(s.upstream->allocate(front + bytes + guard, alignment));
+  const bool scopes = s.options.charge_scopes && scopes_charged();
+  if (scopes) check_scope_limits(bytes);  // a request that cannot fit is never made
+  unsigned char* base;
+  {
+    upstream_call below;  // the scopes are charged here, once
+    base = static_cast<unsigned char*>(s.upstream->allocate(front + bytes + guard, alignment));
+  }
   unsigned char* p = base + front;
-  const bool scopes = s.options.charge_scopes && detail::tls_scopes.depth != 0;
   if (scopes) {
     try {
-      detail::charge_scopes(tag_, bytes);
+      charge_scopes(tag_, bytes);
     } catch (...) {
+      upstream_call below;
       s.upstream->deallocate(base, front + bytes + guard, alignment);
       throw;
     }
@@ -199,7 +205,8 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   try {
     s.live.emplace(p, block{s.next_serial, bytes, alignment, front});
   } catch (...) {
-    if (scopes) detail::credit_scopes(tag_, bytes);
+    if (scopes) credit_scopes(tag_, bytes);
+    upstream_call below;
     s.upstream->deallocate(base, front + bytes + guard, alignment);
     throw;
   }
@@ -272,7 +279,7 @@ void test_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignm
   const std::string after = changed_range(user, n, n + static_cast<std::ptrdiff_t>(s.options.guard_bytes));
   // Given back in any case: the size and alignment match.
   account_->on_deallocate(b.bytes, tag_);
-  if (s.options.charge_scopes && detail::tls_scopes.depth != 0) detail::credit_scopes(tag_, b.bytes);
+  if (s.options.charge_scopes && scopes_charged()) credit_scopes(tag_, b.bytes);
   s.live.erase(it);
   try {
     s.freed.insert_or_assign(p, b);
@@ -283,7 +290,10 @@ void test_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignm
   ++s.deallocations;
   const std::size_t total = b.front + b.bytes + s.options.guard_bytes;
   std::memset(user - b.front, freed_fill, total);
-  s.upstream->deallocate(user - b.front, total, b.alignment);
+  {
+    upstream_call below;
+    s.upstream->deallocate(user - b.front, total, b.alignment);
+  }
   if (!before.empty() || !after.empty()) {
     ++s.misuses;
     std::string what = of_block + " (" + plural(n, "byte", "bytes") + "): ";

@@ -55,9 +55,9 @@ struct test_resource_options {
   misuse_action on_misuse = misuse_action::throw_error;
   std::size_t guard_bytes = 16;  // checked bytes before and after every block (0: none)
   bool quiet = false;            // no report on stderr when destroyed with blocks in use
-  // Charge the active scopes too (like tracking_resource). Turn off when the
-  // resource is the upstream of tracked resources (an arena, a tracking_resource),
-  // which already charge the scopes: else each byte is charged twice.
+  // Charge the scopes too, like tracking_resource (as an upstream of tracked
+  // resources it charges none anyway: they hide the scopes while calling it).
+  // Off: only the account is charged.
   bool charge_scopes = true;
 };
 

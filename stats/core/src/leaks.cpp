@@ -180,7 +180,11 @@ void ledger_chunk_taken(const charge_stamp& stamp, std::size_t bytes) noexcept {
   if (leak_checking() == leak_mode::off) return;
   try {
     std::string name;
-    if (stamp.scope_id != 0 && tls_scopes.depth != 0) name = std::string(tls_scopes.frames[tls_scopes.depth - 1]->name());
+    for (std::uint32_t i = tls_scopes.depth; stamp.scope_id != 0 && i-- > 0;)  // the innermost scope charged
+      if (tls_scopes.frames[i] && tls_scopes.frames[i]->id() == stamp.scope_id) {
+        name = std::string(tls_scopes.frames[i]->name());
+        break;
+      }
     ledger& l = the_ledger();
     std::lock_guard lock(l.mu);
     chunk_held& h = l.held[{stamp.owner, stamp.scope_id, stamp.tag}];
