@@ -5,7 +5,8 @@
 //
 //   cache_sim [options] TRACE... with options before the traces they apply to:
 //     --sizes=N,N,...      capacities in entries (required before the first trace)
-//     --policies=P,P,...   default: ref_lru,arc,lirs,opt,lru,tinylfu (also opt_bypass, tinylfu_fixed)
+//     --policies=P,P,...   default: ref_lru,arc,lirs,opt,lru,tinylfu (also opt_bypass, caffeine,
+//                          caffeine_fixed, caffeine_doorkeeper, tinylfu_fixed, tinylfu_prev)
 //     --csv-column=N --csv-delimiter=C --csv-header   for csv traces
 //     --max-requests=N     read at most N requests of each trace
 //     --json               one JSON object on stdout (the table goes to stderr)
@@ -73,9 +74,25 @@ const std::vector<policy_entry>& registry() {
        [](const trace& t, std::size_t n, const auto& next) { sim::opt p(n, next, true); return replay(p, t); }},
       {"lru", [](const trace& t, std::size_t n, const auto&) { return replay_cache<lru>(t, n); }},
       {"tinylfu", [](const trace& t, std::size_t n, const auto&) { return replay_cache<tinylfu>(t, n); }},
-      {"tinylfu_fixed",  // the policy before the adaptive window: the window fixed at 1%
+      {"caffeine",  // Caffeine-style W-TinyLFU (reference_policies.hpp): climber and jitter
+       [](const trace& t, std::size_t n, const auto&) { sim::caffeine_tinylfu p(n, t.distinct); return replay(p, t); }},
+      {"caffeine_fixed",  // the same with the window fixed at 1%
+       [](const trace& t, std::size_t n, const auto&) {
+         sim::caffeine_tinylfu p(n, t.distinct, {.climb = false});
+         return replay(p, t);
+       }},
+      {"caffeine_doorkeeper",  // the same with the climber and a doorkeeper
+       [](const trace& t, std::size_t n, const auto&) {
+         sim::caffeine_tinylfu p(n, t.distinct, {.doorkeeper = true});
+         return replay(p, t);
+       }},
+      {"tinylfu_fixed",  // tinylfu with the window fixed at 1% (no hill climber)
        [](const trace& t, std::size_t n, const auto&) {
          return replay_cache<basic_tinylfu<1, 20, true, 8, true, true, false>>(t, n);
+       }},
+      {"tinylfu_prev",  // the policy before the duel against probation's back: the least of the sample decides
+       [](const trace& t, std::size_t n, const auto&) {
+         return replay_cache<basic_tinylfu<1, 20, true, 8, true, true, true, false>>(t, n);
        }},
   };
   return r;

@@ -199,3 +199,49 @@ TEST_CASE("sim: this project's LRU equals the reference LRU on generated traces"
     }
   }
 }
+
+TEST_CASE("sim: the Caffeine-style W-TinyLFU on a hand-traced sequence (c = 4, window fixed)", "[cache][sim]") {
+  // Window 1 (1% of 4, at least 1), main 3, protected at most 2 (80% of 3).
+  // 1 2 3 4 miss: each overflows the window into probation: probation [3 2 1]
+  // (front first), window [4]; the cache is full, no duel yet. 1 hit (to
+  // protected), 1 hit, 2 hit (to protected [2 1]). 5 miss: candidate 4
+  // (estimate 1) duels probation's back 3 (1): a tie loses, 4 is evicted.
+  // 4 miss (now 2): candidate 5 (1) against 3 (1): 5 is evicted. 6 miss:
+  // candidate 4 (2) against 3 (1): 4 enters, 3 is evicted. 3 miss: candidate
+  // 6 (1) against probation's back 4 (2): 6 is evicted.
+  const trace t = keys_trace({1, 2, 3, 4, 1, 1, 2, 5, 4, 6, 3});
+  sim::caffeine_tinylfu w(4, t.distinct, {.climb = false});
+  CHECK(w.window_max() == 1);
+  CHECK(w.protected_max() == 2);
+  CHECK(hits_of(w, t) ==
+        std::vector<bool>{false, false, false, false, true, true, true, false, false, false, false});
+  // The estimates the duels used (exact: none of these keys collide in all 4 rows).
+  CHECK(w.frequency(1) == 3);
+  CHECK(w.frequency(2) == 2);
+  CHECK(w.frequency(4) == 2);
+  CHECK(w.frequency(5) == 1);
+  CHECK(w.frequency(6) == 1);
+  using where = sim::caffeine_tinylfu::where_t;
+  CHECK(w.where(1) == where::protected_);
+  CHECK(w.where(2) == where::protected_);
+  CHECK(w.where(4) == where::probation);
+  CHECK(w.where(3) == where::window);
+  CHECK(w.where(5) == where::none);
+  CHECK(w.where(6) == where::none);
+}
+
+TEST_CASE("sim: the Caffeine-style sketch halves its counters after 10 x capacity increments", "[cache][sim]") {
+  // c = 10: sample 100 increments. Key 0 read 15 times saturates its counters
+  // (15 increments); 85 other keys read once make 100: every counter halves,
+  // key 0's 15 to 7.
+  std::vector<std::uint32_t> keys(15, 0);
+  for (std::uint32_t k = 1; k <= 85; ++k) keys.push_back(k);
+  const trace t = keys_trace(keys);
+  sim::caffeine_tinylfu w(10, t.distinct, {.climb = false});
+  for (std::size_t i = 0; i + 1 < t.keys.size(); ++i) w.access(t.keys[i], i);
+  CHECK(w.resets() == 0);
+  CHECK(w.frequency(0) == 15);
+  w.access(t.keys.back(), t.keys.size() - 1);
+  CHECK(w.resets() == 1);
+  CHECK(w.frequency(0) == 7);
+}

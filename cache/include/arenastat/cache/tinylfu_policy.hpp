@@ -18,15 +18,21 @@
 //
 // Admission (the scan resistance): when the cache is full and the window holds
 // its share, the window's back entry after its second chances (the candidate,
-// the entry that would leave the window) duels a victim from the
-// main segment: the least frequent of the VictimSample (8) entries at the back
-// of probation (the backmost on ties; the back of protected when probation is
-// empty). The candidate enters probation and the victim is evicted only if the
-// candidate's count is strictly higher; otherwise the
-// candidate is evicted. When the window holds less than its share (after
-// erasures) the back of the main segment is evicted without a duel.
-// Most candidates lose (about 96% in the benchmark), so the least frequency of
-// the sample is remembered: while no entry has left probation (nor entered
+// the entry that would leave the window) duels the main segment: it is
+// admitted only if its count is strictly higher than the count of probation's
+// back entry (the entry LRU order would evict next; the back of protected
+// when probation is empty: AdmitAgainstBack). An admitted candidate enters
+// probation and the victim evicted is the least frequent of the VictimSample
+// (8) entries at the back of probation (the backmost on ties); a rejected
+// candidate is evicted. (Comparing the candidate with the least of the sample,
+// as before, admitted it whenever one of 8 counts lagged: on loops, where
+// every key is as frequent as the others, that churned the main segment; the
+// candidate's count, from the sketch, is also raised by collisions while the
+// cached entries' counts are exact. docs/cache.md has the measurements.)
+// When the window holds less than its share (after erasures) the back of the
+// main segment is evicted without a duel.
+// Most candidates lose (about 96% in the benchmark), so the bar (the back's
+// count) is remembered: while no entry has left probation (nor entered
 // one no larger than the sample) and the sketch has not been halved, counts
 // only rose, so a candidate not above that floor loses without a new sample.
 // Same decisions, less work (a test compares against a cache without it).
@@ -65,7 +71,8 @@ namespace arenastat {
 enum class tinylfu_segment : std::uint32_t { window = 0, probation = 1, protected_ = 2 };
 
 template <class Links, unsigned WindowPercent = 1, unsigned SampleFactor = 20, bool Conservative = true,
-          unsigned VictimSample = 8, bool SampleFloor = true, bool SkipStillHandBack = true, bool AdaptiveWindow = true>
+          unsigned VictimSample = 8, bool SampleFloor = true, bool SkipStillHandBack = true, bool AdaptiveWindow = true,
+          bool AdmitAgainstBack = true>
 class tinylfu_policy {
   static_assert(WindowPercent < 100 && VictimSample >= 1 && SampleFactor >= 1);
 
@@ -171,12 +178,13 @@ class tinylfu_policy {
       if (!no_main) ++floor_decisions_;
       return {candidate, candidate_hash};
     }
-    std::uint32_t victim_freq = 0;
-    const std::uint32_t v = sample_victim(victim_freq);
-    const bool admit = candidate_freq > victim_freq;
+    std::uint32_t victim_freq = 0, back_freq = 0;
+    const std::uint32_t v = sample_victim(victim_freq, back_freq);
+    const std::uint32_t bar = AdmitAgainstBack ? back_freq : victim_freq;
+    const bool admit = candidate_freq > bar;
     const std::uint32_t leaving_hash = hash_of(admit ? v : candidate);  // may throw: nothing changed yet
     settle_clock(window_);
-    if (probation_.tail != detail::nil_index) floor_ = static_cast<std::int32_t>(victim_freq);  // sampled from probation
+    if (probation_.tail != detail::nil_index) floor_ = static_cast<std::int32_t>(bar);  // sampled from probation
     if (admit) {
       detail::list_unlink(*links_, window_, candidate);
       enter_probation(candidate);
@@ -331,10 +339,10 @@ class tinylfu_policy {
   // The least frequent of the VictimSample entries at the back of probation
   // (the backmost on ties); the back of protected when probation is empty.
   // The counts are in the nodes the walk loads: no hash, no table access.
-  std::uint32_t sample_victim(std::uint32_t& freq) const noexcept {
+  std::uint32_t sample_victim(std::uint32_t& freq, std::uint32_t& back_freq) const noexcept {
     const std::uint32_t back = main_back();
     std::uint32_t best = back;
-    freq = entry_frequency(back);
+    freq = back_freq = entry_frequency(back);
     if (back != probation_.tail) return best;
     unsigned n = 1;
     for (std::uint32_t i = links_->prev(back); i != detail::nil_index && n < VictimSample; i = links_->prev(i), ++n) {
@@ -371,11 +379,11 @@ class tinylfu_policy {
   // Hill climbing (AdaptiveWindow).
   std::uint64_t climb_period_ = 0, climb_hits_ = 0, climb_requests_ = 0, window_adjustments_ = 0;
   double climb_previous_ = -1, climb_step_ = 0;
-  // The least frequency of the probation sample at the last duel that
-  // sampled it (-1: none, or the sample changed or counts were halved since).
-  // Counts only rise between halvings, so while it holds the present least
-  // count is at least this: a candidate not above it loses its duel without
-  // a new sample. In
+  // The bar of the last duel that sampled probation (the back's count, or
+  // the least of the sample without AdmitAgainstBack; -1: none, or the
+  // sample changed or counts were halved since). Counts only rise between
+  // halvings, so while it holds the present bar is at least this: a
+  // candidate not above it loses its duel without a new sample. In
   // the benchmark about 96% of duels are lost, 88% of all decided this way.
   std::int32_t floor_ = -1;
   std::uint64_t floor_decisions_ = 0;
@@ -387,13 +395,14 @@ class tinylfu_policy {
 // SampleFloor and SkipStillHandBack only save work (a test compares them
 // against a cache without them).
 template <unsigned WindowPercent = 1, unsigned SampleFactor = 20, bool Conservative = true, unsigned VictimSample = 8,
-          bool SampleFloor = true, bool SkipStillHandBack = true, bool AdaptiveWindow = true>
+          bool SampleFloor = true, bool SkipStillHandBack = true, bool AdaptiveWindow = true,
+          bool AdmitAgainstBack = true>
 struct basic_tinylfu {
   static constexpr bool keeps_state = true;  // segment, reference bit, count, count-rose bit per entry
   template <class Links>
   using policy =
       tinylfu_policy<Links, WindowPercent, SampleFactor, Conservative, VictimSample, SampleFloor, SkipStillHandBack,
-                     AdaptiveWindow>;
+                     AdaptiveWindow, AdmitAgainstBack>;
   static constexpr std::string_view name = "tinylfu";
 };
 using tinylfu = basic_tinylfu<>;
