@@ -16,7 +16,7 @@ build=${1:?usage: cache_sim_docs.sh BUILD_DIR TRACE_DIR}
 traces=${2:?usage: cache_sim_docs.sh BUILD_DIR TRACE_DIR}
 sim=$build/bench/cache_sim
 out=${OUT:-$build/cache_sim_docs.json}
-policies=ref_lru,arc,lirs,opt,lru,tinylfu_fixed,tinylfu
+policies=ref_lru,arc,lirs,caffeine,opt,lru,tinylfu_prev,tinylfu
 
 "$sim" --json --policies=$policies \
   --sizes=250,500,1000 lirs:"$traces"/loop.trace.gz lirs:"$traces"/cs.trace.gz lirs:"$traces"/gli.trace.gz \
@@ -30,18 +30,18 @@ policies=ref_lru,arc,lirs,opt,lru,tinylfu_fixed,tinylfu
 python3 - "$out" "$build/cache_sim_docs.dat" <<'EOF'
 import json, sys
 rows = json.load(open(sys.argv[1]))["results"]
-names = ["ref_lru", "arc", "lirs", "opt", "lru", "tinylfu_fixed", "tinylfu"]
+names = ["ref_lru", "arc", "lirs", "caffeine", "opt", "lru", "tinylfu_prev", "tinylfu"]
 table = {}
 for r in rows:
     table.setdefault((r["trace"], r["size"]), {})[r["policy"]] = 100 * r["hit_rate"]
 def short(t):
     return t.split("/")[-1] if ":" in t and "/" in t else t
-print("| workload | size | " + " | ".join(names) + " | tinylfu - LRU | tinylfu - best of LRU/ARC/LIRS |")
+print("| workload | size | " + " | ".join(names) + " | tinylfu - LRU | tinylfu - best of LRU/ARC/LIRS/caffeine |")
 print("|---|---|" + "---|" * (len(names) + 2))
 traces = []
 for (t, n), h in table.items():
     if t not in traces: traces.append(t)
-    best = max(h["ref_lru"], h["arc"], h["lirs"])
+    best = max(h["ref_lru"], h["arc"], h["lirs"], h["caffeine"])
     cells = " | ".join("%.2f" % h[p] for p in names)
     print("| %s | %d | %s | %+.2f | %+.2f |" % (short(t), n, cells, h["tinylfu"] - h["ref_lru"], h["tinylfu"] - best))
 with open(sys.argv[2], "w") as f:
@@ -66,6 +66,6 @@ set grid ytics
 set xtics rotate by -30 left nomirror
 set key top left horizontal
 set bmargin 6
-plot for [i=2:8] "$build/cache_sim_docs.dat" using i:xtic(1) title columnheader(i)
+plot for [i=2:9] "$build/cache_sim_docs.dat" using i:xtic(1) title columnheader(i)
 EOF
 echo "cache_sim_docs: $out, docs/img/cache_hit_rates.png" >&2

@@ -31,7 +31,8 @@
 // cached entries' counts are exact. docs/cache.md has the measurements.)
 // When the window holds less than its share (after erasures) the back of the
 // main segment is evicted without a duel.
-// Most candidates lose (about 96% in the benchmark), so the bar (the back's
+// Most candidates lose (about 96% in the benchmark, measured with the earlier
+// duel against the sample's least), so the bar (the back's
 // count) is remembered: while no entry has left probation (nor entered
 // one no larger than the sample) and the sketch has not been halved, counts
 // only rose, so a candidate not above that floor loses without a new sample.
