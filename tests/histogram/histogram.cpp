@@ -316,3 +316,25 @@ TEST_CASE("the percentile distribution rejects a bad scale", "[histogram]") {
   CHECK_THROWS_AS(h.percentile_distribution(0.0), std::invalid_argument);
   CHECK_THROWS_AS(h.percentile_distribution(-1.0), std::invalid_argument);
 }
+
+TEST_CASE("a percentile just above a rank boundary takes the next rank", "[histogram]") {
+  arenastat::histogram h;
+  h.record(1);
+  h.record(2);
+  CHECK(h.value_at_percentile(50) == 1);                 // rank ceil(0.5 * 2) = 1
+  CHECK(h.value_at_percentile(50.0000000000001) == 2);   // rank ceil(1.000000000000002) = 2
+}
+
+TEST_CASE("nearest ranks are exact at any sample count", "[histogram]") {
+  using arenastat::histogram;
+  CHECK(histogram::nearest_rank(99.9, 1000) == 999);  // the decimal 99.9, not the double above it
+  CHECK(histogram::nearest_rank(100, 7) == 7);
+  CHECK(histogram::nearest_rank(0, 7) == 1);
+  CHECK(histogram::nearest_rank(1e-5, 7) == 1);
+  CHECK(histogram::nearest_rank(50, 0) == 0);
+  // 10^13 samples: 99.99% is rank 9,999 x 10^9 exactly (a slack relative to the
+  // rank would land about ten ranks low here).
+  CHECK(histogram::nearest_rank(99.99, 10'000'000'000'000ull) == 9'999'000'000'000ull);
+  CHECK(histogram::nearest_rank(99.99, 10'000'000'000'001ull) == 9'999'000'000'001ull);
+  CHECK(histogram::nearest_rank(12.5, UINT64_MAX) == UINT64_MAX / 8 + 1);
+}

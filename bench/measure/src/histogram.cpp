@@ -2,6 +2,7 @@
 #include "arenastat/histogram.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -142,12 +143,43 @@ void histogram::merge(const histogram& other) {
 
 namespace {
 
-// Nearest rank: the smallest rank r with r >= p/100 * count, at least 1. A
-// tiny relative slack absorbs binary rounding (99.9 * 1000 is not 99900.0).
+// Nearest rank: the smallest rank r with r >= p/100 * count, at least 1,
+// computed exactly in integers. The percentile is taken as the decimal it
+// was written as (the shortest decimal that converts to the same double: the
+// double nearest 99.9 is slightly above 99.9, yet 99.9 of 1000 samples is
+// rank 999), then rank = ceil(digits * count / (100 * 10^scale)).
+__extension__ typedef unsigned __int128 u128;
+
 std::uint64_t rank_at(double percentile, std::uint64_t count) {
-  const double exact = percentile / 100.0 * static_cast<double>(count);
-  auto r = static_cast<std::uint64_t>(std::ceil(exact - exact * 1e-12));
-  return std::clamp<std::uint64_t>(r, 1, count);
+  if (count == 0) return 0;
+  char text[64];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, percentile);
+  if (ec != std::errc()) return 1;  // cannot happen for 0..100
+  u128 digits = 0;
+  int scale = 0;  // digits after the decimal point
+  bool point = false;
+  const char* c = text;
+  for (; c != end && *c != 'e'; ++c) {
+    if (*c == '.') {
+      point = true;
+      continue;
+    }
+    digits = digits * 10 + static_cast<unsigned>(*c - '0');
+    scale += point;
+  }
+  if (c != end) {  // "1e-05": a negative exponent adds to the scale; a positive one multiplies
+    int exponent = 0;
+    std::from_chars(c + 1 + (c[1] == '+'), end, exponent);
+    scale -= exponent;
+  }
+  for (; scale < 0; ++scale) digits *= 10;
+  // 100 * 10^scale overflows 128 bits past scale 36, where p/100 * count < 1.
+  if (scale > 36) return 1;
+  u128 denominator = 100;
+  for (int i = 0; i < scale; ++i) denominator *= 10;
+  const u128 numerator = digits * count;  // < 10^17 * 2^64 < 2^121
+  const u128 r = (numerator + denominator - 1) / denominator;
+  return static_cast<std::uint64_t>(std::clamp<u128>(r, 1, count));
 }
 
 void check_percentile(double percentile) {
@@ -157,6 +189,11 @@ void check_percentile(double percentile) {
 }
 
 }  // namespace
+
+std::uint64_t histogram::nearest_rank(double percentile, std::uint64_t count) {
+  check_percentile(percentile);
+  return rank_at(percentile, count);
+}
 
 std::uint64_t histogram::value_at_percentile(double percentile) const {
   check_percentile(percentile);

@@ -68,6 +68,12 @@ class histogram {
   // Throws std::invalid_argument for a percentile outside 0..100 or NaN.
   std::uint64_t value_at_percentile(double percentile) const;
 
+  // The nearest rank of `percentile` among `count` samples: the smallest r
+  // >= 1 with r >= percentile/100 * count, exact in integers, the percentile
+  // taken as the shortest decimal of the double (99.9 means 99.9). 0 when
+  // count is 0. Throws std::invalid_argument like value_at_percentile.
+  static std::uint64_t nearest_rank(double percentile, std::uint64_t count);
+
   std::uint64_t min() const noexcept { return total_ == 0 ? 0 : min_; }  // 0 when empty
   std::uint64_t max() const noexcept { return max_; }                     // 0 when empty
   double mean() const noexcept;                                            // 0 when empty
