@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target for the control socket's request parser with
-# clang++-14 and runs it for a bounded time.
-#   scripts/fuzz.sh [SECONDS]   (default 30; corpus and crashes in build-fuzz/)
+# Builds the libFuzzer targets with clang++-14 (ASan+UBSan, the whole library
+# instrumented) and runs each for a bounded time:
+#   control_request_fuzz  the control socket's request grammar and line framing
+#   resource_fuzz         the memory resources: stacks of arena, tracking and
+#                         std pool resources driven by allocate/deallocate/
+#                         release/scope sequences, checked against shadow counts
+#   scripts/fuzz.sh [SECONDS]   (default 30 each; corpora and crashes in build-fuzz/)
 # Exit status: 0 when no input crashed or broke an invariant, non-zero otherwise.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-30}
 out=${ARENASTAT_FUZZ_DIR:-$root/build-fuzz}
-mkdir -p "$out/corpus" "$out/crashes"
+mkdir -p "$out/corpus/control" "$out/corpus/resource" "$out/crashes"
 
-clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -I"$root/stats/control/src" \
-  "$root/tests/fuzz/control_request_fuzz.cpp" "$root/stats/control/src/control_request.cpp" \
-  -o "$out/control_request_fuzz"
+cmake -S "$root" -B "$out/build" -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DARENASTAT_SANITIZE=address,undefined,fuzzer-no-link -DARENASTAT_BUILD_FUZZ=ON \
+  -DARENASTAT_BUILD_TESTS=OFF -DARENASTAT_BUILD_BENCH=OFF -DARENASTAT_BUILD_DEMO=OFF >/dev/null
+cmake --build "$out/build" -j"$(nproc)" --target control_request_fuzz resource_fuzz
 
 # Seeds: every command, with and without options.
 for c in help info "stats -s=10m -H --sort=peak --top=5 --json" baseline "diff --json" reset "process -H" "dump /tmp/x.txt"; do
-  printf '%s\n' "$c" > "$out/corpus/seed-${c%% *}"
+  printf '%s\n' "$c" > "$out/corpus/control/seed-${c%% *}"
+done
+# Seeds: each stack shape, a few allocations, a scope with a limit, frees.
+for shape in 0 1 2 3 4 5; do
+  printf "\\x0$shape\\x00\\x01\\x08\\x03\\x04\\xff\\x00\\x00\\x40\\x03\\x02\\x00\\x01\\x02\\x20\\x05\\x02\\x01" \
+    > "$out/corpus/resource/seed-$shape"
 done
 
-"$out/control_request_fuzz" "$out/corpus" -max_total_time="$seconds" -max_len=8192 \
-  -artifact_prefix="$out/crashes/" -print_final_stats=1
+# Huge requests must come back as std::bad_alloc, not as an ASan report.
+export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1
+"$out/build/tests/fuzz/control_request_fuzz" "$out/corpus/control" -max_total_time="$seconds" -max_len=8192 \
+  -artifact_prefix="$out/crashes/control-" -print_final_stats=1
+"$out/build/tests/fuzz/resource_fuzz" "$out/corpus/resource" -max_total_time="$seconds" -max_len=4096 \
+  -artifact_prefix="$out/crashes/resource-" -print_final_stats=1

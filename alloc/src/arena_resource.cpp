@@ -2,6 +2,7 @@
 #include "arenastat/arena_resource.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <new>
 #include <stdexcept>
@@ -81,7 +82,8 @@ void* arena_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
                                 " is not a power of two");
   // Worst-case padding to reach `alignment` after a header that starts chunk-aligned.
   const std::size_t pad = alignment > chunk_alignment ? alignment - chunk_alignment : 0;
-  if (bytes > std::numeric_limits<std::size_t>::max() - chunk_header_size - pad) throw std::bad_alloc();
+  // Larger than any object (PTRDIFF_MAX) with its header: refused before upstream is asked.
+  if (bytes > static_cast<std::size_t>(PTRDIFF_MAX) - chunk_header_size - pad) throw std::bad_alloc();
   const std::size_t need = chunk_header_size + pad + bytes;
 
   const auto place = [&](chunk* c) {

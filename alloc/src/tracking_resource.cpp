@@ -1,8 +1,14 @@
 #include "arenastat/tracking_resource.hpp"
 
+#include <stdexcept>
+#include <string>
+
 namespace arenastat {
 
 void* tracking_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
+  if (!std::has_single_bit(alignment))
+    throw std::invalid_argument("arenastat::tracking_resource: alignment " + std::to_string(alignment) +
+                                " is not a power of two");
   if (bytes > max_request) throw std::bad_alloc();
   if (!scopes_charged()) return charge_account(take(bytes, alignment), bytes);
   check_scope_limits(bytes);  // a request that cannot fit is never made

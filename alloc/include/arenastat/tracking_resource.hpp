@@ -11,6 +11,7 @@
 // per request; a replaced global operator new is still the one called. Any
 // other upstream is called through its memory_resource interface.
 #pragma once
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory_resource>
@@ -52,7 +53,8 @@ class tracking_resource final : public std::pmr::memory_resource {
   // rarer case (a scope charged, a first use on this thread, a flush or a new
   // peak due, a request too large for any object) goes out of line.
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    if (bytes > max_request || scopes_charged()) [[unlikely]] return allocate_slow(bytes, alignment);
+    if (bytes > max_request || !std::has_single_bit(alignment) || scopes_charged()) [[unlikely]]
+      return allocate_slow(bytes, alignment);
     void* p = take(bytes, alignment);
     if (account_->try_on_allocate(bytes, tag_)) [[likely]] return p;
     return charge_account(p, bytes);
@@ -75,7 +77,9 @@ class tracking_resource final : public std::pmr::memory_resource {
   // near SIZE_MAX), the account untouched.
   static constexpr std::size_t max_request = static_cast<std::size_t>(PTRDIFF_MAX);
 
-  // The general path: refuses oversized requests, checks the charged scopes'
+  // The general path: refuses oversized requests (std::bad_alloc) and an
+  // alignment that is not a power of two (std::invalid_argument, as
+  // arena_resource does), checks the charged scopes'
   // limits before asking upstream (under an upstream_call, so tracked
   // resources below charge only their accounts), then charges the scopes and
   // the account.
@@ -89,7 +93,11 @@ class tracking_resource final : public std::pmr::memory_resource {
     return upstream_->allocate(bytes, alignment);
   }
   void give(void* p, std::size_t bytes, std::size_t alignment) noexcept {
+#if defined(__cpp_sized_deallocation)
     if (direct_new_delete_) return ::operator delete(p, bytes, std::align_val_t{alignment});
+#else  // clang without -fsized-deallocation
+    if (direct_new_delete_) return ::operator delete(p, std::align_val_t{alignment});
+#endif
     upstream_->deallocate(p, bytes, alignment);
   }
 
