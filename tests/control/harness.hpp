@@ -29,6 +29,7 @@ using namespace std::chrono_literals;
 
 inline const std::string cli_path = ARENASTAT_TEST_CLI;
 inline const std::string target_path = ARENASTAT_TEST_TARGET;
+inline const std::string fake_server_path = ARENASTAT_TEST_FAKE_SERVER;
 
 // A fresh 0700 directory under /tmp, removed with its contents.
 class temp_dir {
@@ -208,9 +209,9 @@ struct cli_result {
   std::string out, err;
 };
 
-// Runs the real `arenastat` binary.
-inline cli_result run_cli(const std::vector<std::string>& args, const env_map& env) {
-  spawned p = spawn(cli_path, args, env);
+// Runs the real `arenastat` binary (in `cwd` when given).
+inline cli_result run_cli(const std::vector<std::string>& args, const env_map& env, const std::string& cwd = {}) {
+  spawned p = spawn(cli_path, args, env, cwd);
   ::close(p.in);
   cli_result r;
   // Read both pipes to EOF (small outputs) then reap.
@@ -282,6 +283,18 @@ inline mode_t mode_of(const std::string& path) {
 inline bool exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
+}
+
+// A Unix socket file at `path` (mode 0600), bound by this process and closed:
+// what a process that died leaves behind.
+inline bool make_socket_file(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0 && ::chmod(path.c_str(), 0600) == 0;
+  ::close(fd);
+  return ok;
 }
 
 // A pid that is certainly not running: a child that has exited and been reaped.

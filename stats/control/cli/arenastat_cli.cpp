@@ -3,16 +3,16 @@
 //   arenastat                          list the processes that can be queried
 //   arenastat <pid> <command> [args]   send one request, print the answer
 //
-// Exit status: 0 done, 1 the target answered with an error, 2 usage error,
-// 3 the target cannot be reached. Deliberately not linked with the library,
-// so ARENASTAT_* variables in the caller's environment do not affect it.
+// Exit status (cli_failure.hpp): 0 done, 1 the target answered with an error,
+// 2 usage error, 3 the target cannot be reached, 4 refused by a trust rule,
+// 5 busy, 6 the answer could not be written. Deliberately not linked with the
+// library, so ARENASTAT_* variables in the caller's environment (other than
+// ARENASTAT_SOCKET_DIR) do not affect it. Trust rules: trust.hpp.
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,35 +24,25 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
+#include <thread>
 #include <vector>
 
+#include "cli_failure.hpp"
 #include "control_request.hpp"
+#include "socket_naming.hpp"
+#include "terminal_text.hpp"
+#include "trust.hpp"
 
 namespace {
 
-constexpr int exit_ok = 0;
-constexpr int exit_target_error = 1;
-constexpr int exit_usage = 2;
-constexpr int exit_unreachable = 3;
+using namespace arenastat::cli;
+namespace naming = arenastat::naming;
 
-// Carries an exit status and the message printed for it.
-struct failure {
-  int status;
-  std::string message;
-};
-
-std::string error_text(int err) { return std::error_code(err, std::generic_category()).message(); }
-
-std::string socket_dir() {
-  const char* env = std::getenv("ARENASTAT_SOCKET_DIR");
-  if (env != nullptr && *env != '\0') {
-    std::string dir = env;
-    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-    return dir;
-  }
-  return "/tmp/arenastat-" + std::to_string(::geteuid());
-}
+// Largest answer the CLI reads; a longer one is refused (exit 4).
+constexpr std::size_t max_answer_bytes = std::size_t{256} << 20;
+// How long the CLI waits for the socket of a process started with
+// ARENASTAT_CONTROL=1 to appear (at most --timeout).
+constexpr int startup_wait_ms = 2000;
 
 void print_usage(std::FILE* to) {
   std::fprintf(to,
@@ -64,54 +54,48 @@ void print_usage(std::FILE* to) {
     std::fprintf(to, "  %-9s %s\n", std::string(c.name).c_str(), std::string(c.arguments).c_str());
   }
   std::fprintf(to,
-               "The socket is <dir>/<pid>.sock, <dir> = $ARENASTAT_SOCKET_DIR or /tmp/arenastat-<uid>.\n"
+               "The socket is <dir>/<pid>.sock, <dir> = $ARENASTAT_SOCKET_DIR or /tmp/arenastat-<uid>, <uid> the\n"
+               "owner of the process; the directory and socket must belong to that uid and be closed to others.\n"
                "Exit status: 0 done, 1 the process answered with an error, 2 usage error,\n"
-               "3 the process cannot be reached.\n");
+               "3 the process cannot be reached, 4 refused (a trust rule failed), 5 busy,\n"
+               "6 the answer could not be written.\n");
 }
 
-std::string program_of(long pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/comm";
-  std::FILE* f = std::fopen(path.c_str(), "r");
-  if (f == nullptr) return "?";
-  char buf[64] = {};
-  const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
-  std::fclose(f);
-  std::string name = got ? buf : "?";
-  if (!name.empty() && name.back() == '\n') name.pop_back();
-  return name;
-}
-
-bool process_gone(long pid) { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
-
-// "<digits>.sock" -> pid, else nullopt.
-std::optional<long> socket_pid(std::string_view name) {
-  if (!name.ends_with(".sock")) return std::nullopt;
-  name.remove_suffix(5);
-  if (name.empty() || name.size() > 9) return std::nullopt;
-  long pid = 0;
-  for (char c : name) {
-    if (c < '0' || c > '9') return std::nullopt;
-    pid = pid * 10 + (c - '0');
-  }
-  return pid > 0 ? std::optional<long>(pid) : std::nullopt;
+// Writes a message built from bytes that may come from elsewhere.
+void note(const std::string& message) {
+  const std::string line = "arenastat: " + escape_for_terminal(message, false) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
 int list_processes() {
-  const std::string dir = socket_dir();
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) {
-    std::fprintf(stderr, "arenastat: no queryable processes (%s: %s); start a program with ARENASTAT_CONTROL=1\n",
-                 dir.c_str(), error_text(errno).c_str());
+  const uid_t me = ::geteuid();
+  const std::string dir_path = naming::socket_dir(me);
+  const std::optional<trusted_dir> dir = trusted_dir::open(dir_path, {me, "you (uid " + std::to_string(me) + ")"});
+  if (!dir) {
+    note("no queryable processes (" + dir_path + ": " + error_text(ENOENT) +
+         "); start a program with ARENASTAT_CONTROL=1");
     return exit_ok;
   }
+  const int listing = ::openat(dir->fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* d = listing < 0 ? nullptr : ::fdopendir(listing);
+  if (d == nullptr) throw failure{exit_unreachable, "cannot list " + dir_path + ": " + error_text(errno)};
   std::vector<long> pids;
   while (const dirent* e = ::readdir(d)) {
-    const std::optional<long> pid = socket_pid(e->d_name);
+    const std::optional<long> pid = naming::pid_of_socket_name(e->d_name);
     if (!pid) continue;
-    if (process_gone(*pid)) {
-      const std::string path = dir + "/" + e->d_name;
-      if (::unlink(path.c_str()) == 0) {
-        std::fprintf(stderr, "arenastat: removed %s (process %ld no longer exists)\n", path.c_str(), *pid);
+    const std::string path = dir->file(e->d_name);
+    struct stat st {};
+    if (::fstatat(dir->fd(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISSOCK(st.st_mode)) {
+      note("ignoring " + path + ": it is not a socket");
+      continue;
+    }
+    if (naming::process_gone(*pid)) {
+      if (st.st_uid != me) {
+        note("not removing " + path + " (process " + std::to_string(*pid) + " no longer exists): it is owned by uid " +
+             std::to_string(st.st_uid));
+      } else if (::unlinkat(dir->fd(), e->d_name, 0) == 0) {
+        note("removed " + path + " (process " + std::to_string(*pid) + " no longer exists)");
       }
       continue;
     }
@@ -119,40 +103,15 @@ int list_processes() {
   }
   ::closedir(d);
   if (pids.empty()) {
-    std::fprintf(stderr, "arenastat: no queryable processes in %s; start a program with ARENASTAT_CONTROL=1\n",
-                 dir.c_str());
+    note("no queryable processes in " + dir_path + "; start a program with ARENASTAT_CONTROL=1");
     return exit_ok;
   }
   std::sort(pids.begin(), pids.end());
   std::printf("%-8s %s\n", "PID", "PROGRAM");
-  for (long pid : pids) std::printf("%-8ld %s\n", pid, program_of(pid).c_str());
+  for (long pid : pids) {
+    std::printf("%-8ld %s\n", pid, escape_for_terminal(naming::program_of(pid), false).c_str());
+  }
   return exit_ok;
-}
-
-// The jcmd rule: only a socket we own (root may use any) with no group/other bits.
-void check_socket(long pid, const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) {
-      throw failure{exit_unreachable,
-                    "process " + std::to_string(pid) + " has no control socket at " + path +
-                        ": start it with ARENASTAT_CONTROL=1 (or call arenastat::control::start()), with the "
-                        "same ARENASTAT_SOCKET_DIR as this shell"};
-    }
-    throw failure{exit_unreachable, "cannot inspect " + path + ": " + error_text(errno)};
-  }
-  if (!S_ISSOCK(st.st_mode)) throw failure{exit_unreachable, path + " is not a socket; refusing to use it"};
-  if (::geteuid() != 0 && st.st_uid != ::geteuid()) {
-    throw failure{exit_unreachable, "refusing " + path + ": it is owned by uid " + std::to_string(st.st_uid) +
-                                        ", not by you (uid " + std::to_string(::geteuid()) +
-                                        "); run arenastat as that user"};
-  }
-  if ((st.st_mode & 077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    throw failure{exit_unreachable, "refusing " + path + ": mode " + mode +
-                                        " is open to group or others (expected 0600); it is not secure"};
-  }
 }
 
 using clock_type = std::chrono::steady_clock;
@@ -162,35 +121,69 @@ int remaining_ms(clock_type::time_point deadline) {
   return static_cast<int>(std::max<long long>(left, 0));
 }
 
-// Sends `line` and returns everything the target answered before closing.
-std::string exchange(long pid, const std::string& path, const std::string& line, int timeout_ms) {
+// The value of `name` in the environment `pid` was started with, when readable.
+std::optional<std::string> start_environment(long pid, std::string_view name) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/environ";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string all;
+  char buf[65536];
+  for (ssize_t n; all.size() < (std::size_t{1} << 20) && (n = ::read(fd, buf, sizeof buf)) > 0;) {
+    all.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  const std::string key = std::string(name) + "=";
+  for (std::size_t at = 0; at < all.size();) {
+    const std::size_t end = std::min(all.find('\0', at), all.size());
+    const std::string_view kv(all.data() + at, end - at);
+    if (kv.starts_with(key)) return std::string(kv.substr(key.size()));
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
+// The socket of `pid` is missing: waits for it when the process was started
+// to serve (its socket may not be up yet), else says how to start it.
+// Returns the checked directory once the socket exists.
+trusted_dir wait_for_socket(long pid, const std::string& dir_path, const expected_owner& owner, int timeout_ms) {
+  const std::string path = naming::socket_path(dir_path, pid);
   const std::string who = "process " + std::to_string(pid);
-  const auto deadline = clock_type::now() + std::chrono::milliseconds(timeout_ms);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw failure{exit_unreachable, "socket(): " + error_text(errno)};
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } guard{fd};
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  if (path.size() >= sizeof a.sun_path) {
-    throw failure{exit_unreachable, "socket path " + path + " is too long; set a shorter ARENASTAT_SOCKET_DIR"};
+  const std::optional<std::string> control = start_environment(pid, "ARENASTAT_CONTROL");
+  if (control != std::optional<std::string>("1")) {
+    throw failure{exit_unreachable, who + " has no control socket at " + path +
+                                        ": start it with ARENASTAT_CONTROL=1 (or call arenastat::control::start()), "
+                                        "with the same ARENASTAT_SOCKET_DIR as this shell"};
   }
-  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
-    const int err = errno;
-    if (err == ECONNREFUSED) {
-      throw failure{exit_unreachable, "nobody listens at " + path + ": " + who +
-                                          " has stopped its control server (or the socket is stale); restart it "
-                                          "with ARENASTAT_CONTROL=1"};
+  const std::optional<std::string> their_dir = start_environment(pid, "ARENASTAT_SOCKET_DIR");
+  if (their_dir && !their_dir->empty()) {
+    std::string theirs = *their_dir;
+    while (theirs.size() > 1 && theirs.back() == '/') theirs.pop_back();
+    if (theirs != dir_path) {
+      throw failure{exit_unreachable, who + " has no control socket at " + path + ": it was started with "
+                                          "ARENASTAT_SOCKET_DIR=" + theirs + "; set the same in this shell"};
     }
-    if (err == EACCES || err == EPERM) {
-      throw failure{exit_unreachable, "permission denied connecting to " + path + ": run arenastat as the user of " + who};
-    }
-    if (err == EAGAIN) throw failure{exit_unreachable, who + " is overloaded (connection queue full); try again"};
-    throw failure{exit_unreachable, "cannot connect to " + path + ": " + error_text(err)};
   }
+  const int wait_ms = std::min(timeout_ms, startup_wait_ms);
+  const auto until = clock_type::now() + std::chrono::milliseconds(wait_ms);
+  for (;;) {
+    if (std::optional<trusted_dir> dir = trusted_dir::open(dir_path, owner)) {
+      if (check_socket(*dir, naming::socket_name(pid), owner)) return std::move(*dir);
+    }
+    if (naming::process_gone(pid)) {
+      throw failure{exit_unreachable, "no process with pid " + std::to_string(pid) + " (it has exited)"};
+    }
+    if (clock_type::now() >= until) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw failure{exit_unreachable, who + " has no control socket at " + path + " yet: it was started with "
+                                      "ARENASTAT_CONTROL=1 but its server is not up after " + std::to_string(wait_ms) +
+                                      " ms (still starting, or it failed to start: see its stderr); retry"};
+}
+
+// Sends `line` on the connected `fd`; returns everything the target answered
+// before closing, at most max_answer_bytes.
+std::string exchange(int fd, long pid, const std::string& line, int timeout_ms, clock_type::time_point deadline) {
+  const std::string who = "process " + std::to_string(pid);
   const std::string request = line + "\n";
   std::size_t sent = 0;
   while (sent < request.size()) {
@@ -200,8 +193,7 @@ std::string exchange(long pid, const std::string& path, const std::string& line,
     if (n > 0) {
       sent += static_cast<std::size_t>(n);
     } else if (n < 0 && errno != EINTR && errno != EAGAIN) {
-      throw failure{exit_unreachable, who + " closed the connection while we sent the request (" +
-                                          error_text(errno) + "): it serves only its own user and root"};
+      break;  // closed early: the server may have said why (busy); read it
     }
   }
   std::string answer;
@@ -217,6 +209,10 @@ std::string exchange(long pid, const std::string& path, const std::string& line,
     char buf[65536];
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n > 0) {
+      if (answer.size() + static_cast<std::size_t>(n) > max_answer_bytes) {
+        throw failure{exit_refused, who + " sent an answer longer than " + std::to_string(max_answer_bytes >> 20) +
+                                        " MiB; refusing the rest (narrow the query, e.g. --top=N or -s=SIZE)"};
+      }
       answer.append(buf, static_cast<std::size_t>(n));
     } else if (n == 0) {
       break;
@@ -228,8 +224,8 @@ std::string exchange(long pid, const std::string& path, const std::string& line,
     }
   }
   if (answer.empty()) {
-    throw failure{exit_unreachable, who + " closed the connection without answering: it serves only its own user "
-                                          "(and root); run arenastat as that user"};
+    throw failure{exit_unreachable, who + " closed the connection without answering (its control server may be "
+                                          "stopping); retry"};
   }
   return answer;
 }
@@ -303,6 +299,16 @@ std::string request_line(const std::vector<std::string>& words) {
   return line;
 }
 
+// Writes the answer's body to stdout, escaped when stdout is a terminal.
+int print_body(const std::string& body) {
+  const std::string shown = ::isatty(STDOUT_FILENO) ? escape_for_terminal(body, true) : body;
+  const bool written = std::fwrite(shown.data(), 1, shown.size(), stdout) == shown.size();
+  if (std::fflush(stdout) != 0 || !written || std::ferror(stdout)) {
+    throw failure{exit_output, "cannot write the answer to standard output: " + error_text(errno)};
+  }
+  return exit_ok;
+}
+
 int query(const invocation& inv) {
   if (inv.words.size() < 2) {
     throw failure{exit_usage, "missing command after the pid; run 'arenastat " +
@@ -310,28 +316,45 @@ int query(const invocation& inv) {
   }
   const long pid = parse_pid(inv.words[0]);
   const std::string line = request_line(inv.words);
-  if (process_gone(pid)) {
+  const std::string who = "process " + std::to_string(pid);
+  const auto deadline = clock_type::now() + std::chrono::milliseconds(inv.timeout_ms);
+  const std::optional<uid_t> uid = naming::process_uid(pid);
+  if (!uid || naming::process_gone(pid)) {
+    if (!naming::process_gone(pid)) {
+      throw failure{exit_unreachable, "cannot find the owner of " + who + " (/proc/" + std::to_string(pid) + ": " +
+                                          error_text(errno) + ")"};
+    }
     throw failure{exit_unreachable, "no process with pid " + std::to_string(pid) +
                                         " (it has exited?); run 'arenastat' to list the processes you can query"};
   }
-  const std::string path = socket_dir() + "/" + std::to_string(pid) + ".sock";
-  check_socket(pid, path);
-  const std::string answer = exchange(pid, path, line, inv.timeout_ms);
+  const expected_owner owner{*uid, "uid " + std::to_string(*uid) + " (the owner of " + who + ")"};
+  const std::string dir_path = naming::socket_dir(*uid);
+  const std::string name = naming::socket_name(pid);
+  std::optional<trusted_dir> dir = trusted_dir::open(dir_path, owner);
+  if (!dir || !check_socket(*dir, name, owner)) dir = wait_for_socket(pid, dir_path, owner, inv.timeout_ms);
+
+  const int fd = connect_in(*dir, name, pid);
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } guard{fd};
+  check_peer(fd, dir->file(name), pid, owner);
+  const std::string answer = exchange(fd, pid, line, inv.timeout_ms, deadline);
+
   const std::size_t eol = answer.find('\n');
   const std::string status = answer.substr(0, eol);
-  const std::string body = eol == std::string::npos ? std::string() : answer.substr(eol + 1);
-  if (status == "ok") {
-    std::fwrite(body.data(), 1, body.size(), stdout);
-    return exit_ok;
+  if (status == "ok") return print_body(eol == std::string::npos ? std::string() : answer.substr(eol + 1));
+  if (status.starts_with("error server busy: ")) {
+    throw failure{exit_busy, who + " is busy: " + status.substr(19)};
   }
   if (status.starts_with("error")) {
     std::string message = status.size() > 6 ? status.substr(6) : std::string("(no message)");
     if (message.starts_with("arenastat: ")) message.erase(0, 11);  // the pid prefix says who spoke
-    std::fprintf(stderr, "arenastat: %ld: %s\n", pid, message.c_str());
+    note(std::to_string(pid) + ": " + message.substr(0, arenastat::wire::max_request_bytes));
     return exit_target_error;
   }
-  throw failure{exit_unreachable, "process " + std::to_string(pid) + " answered something that is not an arenastat "
-                                  "status line: '" + arenastat::wire::single_line(status.substr(0, 80)) + "'"};
+  throw failure{exit_refused, who + " answered something that is not an arenastat status line: '" +
+                                  status.substr(0, 80) + "'"};
 }
 
 }  // namespace
@@ -342,11 +365,11 @@ int main(int argc, char** argv) {
     if (inv.words.empty()) return list_processes();
     return query(inv);
   } catch (const failure& f) {
-    std::fprintf(stderr, "arenastat: %s\n", f.message.c_str());
+    note(f.message);
     if (f.status == exit_usage) std::fprintf(stderr, "(arenastat --help prints the usage)\n");
     return f.status;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "arenastat: %s\n", e.what());
+    note(e.what());
     return exit_unreachable;
   }
 }

@@ -192,7 +192,7 @@ std::string dispatch(const wire::request& r) {
     case wire::command::diff: return diff_body(r.arguments);
     case wire::command::reset: return reset_body();
     case wire::command::process: return process_body(r.arguments);
-    case wire::command::dump: return write_dump(r.arguments) + "\n";
+    case wire::command::dump: return dump_body(r.arguments);
     case wire::command::metrics: return metrics_body(r.arguments);
   }
   throw std::logic_error("unhandled command");

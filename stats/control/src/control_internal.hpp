@@ -3,6 +3,8 @@
 #pragma once
 #include <atomic>
 #include <chrono>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "sys.hpp"
@@ -16,3 +18,12 @@ void join_or_detach(std::thread& t, const std::atomic<bool>& finished,
                     std::chrono::milliseconds limit) noexcept;
 
 }  // namespace arenastat::detail
+
+namespace arenastat::control {
+
+// The `dump [PATH]` command: PATH must be absolute (a relative one would be
+// taken relative to the target's working directory, not the caller's).
+// Returns the written file's path and a newline; throws on any error.
+std::string dump_body(std::string_view path);
+
+}  // namespace arenastat::control

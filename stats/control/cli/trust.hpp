@@ -1,0 +1,59 @@
+// The CLI's trust rules (docs/cli.md, "Trust rules"), the rules of jcmd: talk
+// only to a socket directory and a socket owned by the uid that owns the
+// target (root included, and for root too), open to nobody else, reached
+// without following a symbolic link, and to a server whose SO_PEERCRED pid
+// and uid are the target's. Every refusal throws a failure with exit_refused.
+#pragma once
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include "cli_failure.hpp"
+
+namespace arenastat::cli {
+
+// Whose directory and socket we expect: a uid and how messages name it
+// ("uid 1000 (the owner of process 4242)", "uid 1000 (you)").
+struct expected_owner {
+  uid_t uid;
+  std::string described;
+};
+
+// A socket directory opened with O_NOFOLLOW and checked through its descriptor:
+// a directory, owned by the expected uid, mode without group/other bits.
+class trusted_dir {
+ public:
+  // nullopt when `path` does not exist; throws failure for any other problem.
+  static std::optional<trusted_dir> open(const std::string& path, const expected_owner& owner);
+
+  trusted_dir(trusted_dir&& other) noexcept;
+  trusted_dir& operator=(trusted_dir&& other) noexcept;
+  trusted_dir(const trusted_dir&) = delete;
+  ~trusted_dir();
+
+  int fd() const noexcept { return fd_; }
+  const std::string& path() const noexcept { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  trusted_dir(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  int fd_;
+  std::string path_;
+};
+
+// Checks the socket `name` in `dir` without following a link: false when it
+// does not exist; throws failure when it is not a socket, belongs to another
+// uid or is open to group or others.
+bool check_socket(const trusted_dir& dir, const std::string& name, const expected_owner& owner);
+
+// Connects to `name` inside the checked directory (through its descriptor, so
+// a directory renamed or replaced since the check is never reached); returns
+// the connected descriptor. Throws failure for refused, busy and denied
+// connections.
+int connect_in(const trusted_dir& dir, const std::string& name, long pid);
+
+// Checks the connected server's SO_PEERCRED against the target's pid and uid.
+void check_peer(int fd, const std::string& socket, long pid, const expected_owner& owner);
+
+}  // namespace arenastat::cli

@@ -1,0 +1,87 @@
+// Socket naming shared by the control server and the CLI (socket_naming.hpp).
+#include "socket_naming.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace arenastat::naming {
+namespace {
+
+// Digits only, 1 to 9 of them, value > 0.
+std::optional<long> parse_pid(std::string_view digits) {
+  if (digits.empty() || digits.size() > 9) return std::nullopt;
+  long pid = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    pid = pid * 10 + (c - '0');
+  }
+  return pid > 0 ? std::optional<long>(pid) : std::nullopt;
+}
+
+}  // namespace
+
+std::string socket_dir(uid_t uid) {
+  const char* env = std::getenv("ARENASTAT_SOCKET_DIR");
+  if (env != nullptr && *env != '\0') {
+    std::string dir = env;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    return dir;
+  }
+  return "/tmp/arenastat-" + std::to_string(uid);
+}
+
+std::string socket_name(long pid) { return std::to_string(pid) + ".sock"; }
+
+std::string socket_path(std::string_view dir, long pid) {
+  std::string path(dir);
+  path += '/';
+  path += socket_name(pid);
+  return path;
+}
+
+std::string temporary_name(long pid) { return "." + std::to_string(pid) + ".tmp"; }
+
+std::optional<long> pid_of_socket_name(std::string_view name) {
+  if (!name.ends_with(".sock")) return std::nullopt;
+  name.remove_suffix(5);
+  return parse_pid(name);
+}
+
+std::optional<long> pid_of_temporary_name(std::string_view name) {
+  if (!name.starts_with(".") || !name.ends_with(".tmp")) return std::nullopt;
+  name.remove_prefix(1);
+  name.remove_suffix(4);
+  return parse_pid(name);
+}
+
+std::string program_of(long pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/comm";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "?";
+  char buf[64];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return "?";
+  std::string name(buf, static_cast<std::size_t>(n));
+  if (!name.empty() && name.back() == '\n') name.pop_back();
+  return name.empty() ? "?" : name;
+}
+
+bool process_gone(long pid) { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
+std::optional<uid_t> process_uid(long pid) {
+  struct stat st {};
+  const std::string path = "/proc/" + std::to_string(pid);
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+  return st.st_uid;
+}
+
+std::size_t max_socket_path() { return sizeof(sockaddr_un::sun_path) - 1; }
+
+}  // namespace arenastat::naming

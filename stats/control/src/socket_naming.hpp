@@ -1,0 +1,50 @@
+// Where a process's control socket lives, shared by the server and the CLI
+// (one copy of the rule; docs/cli.md). Depends on the C and C++ standard
+// libraries only, like control_request.hpp, so the CLI links it without the
+// library.
+//
+//   directory  $ARENASTAT_SOCKET_DIR, else /tmp/arenastat-<uid>
+//   socket     <directory>/<pid>.sock
+//   temporary  <directory>/.<pid>.tmp (bound, chmod 0600, then renamed)
+#pragma once
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace arenastat::naming {
+
+// $ARENASTAT_SOCKET_DIR without trailing slashes when set and not empty,
+// else /tmp/arenastat-<uid>. The server passes its effective uid; the CLI
+// the uid that owns the target process.
+std::string socket_dir(uid_t uid);
+
+// "<pid>.sock" and "<dir>/<pid>.sock".
+std::string socket_name(long pid);
+std::string socket_path(std::string_view dir, long pid);
+
+// ".<pid>.tmp", the name the server binds before renaming it into place.
+std::string temporary_name(long pid);
+
+// The pid named by "<digits>.sock" (at most 9 digits, not 0), else nullopt.
+std::optional<long> pid_of_socket_name(std::string_view name);
+
+// The pid named by ".<digits>.tmp", else nullopt.
+std::optional<long> pid_of_temporary_name(std::string_view name);
+
+// The program name of `pid` (/proc/<pid>/comm, without its newline), "?" when
+// unreadable. Raw bytes: escape them before printing them to a terminal.
+std::string program_of(long pid);
+
+// True only when `pid` certainly does not exist (kill(pid, 0) fails with ESRCH).
+bool process_gone(long pid);
+
+// The uid owning /proc/<pid> (the process's effective uid; root for a process
+// that is not dumpable), or nullopt when the process does not exist.
+std::optional<uid_t> process_uid(long pid);
+
+// Longest path a sockaddr_un holds (107 on Linux).
+std::size_t max_socket_path();
+
+}  // namespace arenastat::naming

@@ -1,0 +1,236 @@
+// The CLI's trust rules and messages (docs/cli.md, "Trust rules"), end to end:
+// the real `arenastat` binary against control_target, an impostor server
+// (programs/fake_server.cpp) and processes that serve nothing.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <termios.h>
+
+#include <fstream>
+
+#include "harness.hpp"
+
+using namespace control_test;
+
+namespace {
+
+// fake_server started in `dir` as "<its pid>.sock" (or at `path` when given).
+class fake_server {
+ public:
+  explicit fake_server(const std::vector<std::string>& args) {
+    p_ = spawn(fake_server_path, args, {});
+    const std::string ready = read_line(p_.out);
+    if (ready.rfind("ready ", 0) != 0) {
+      throw std::runtime_error("fake_server did not start: " + read_all(p_.err, 1s));
+    }
+    pid_ = ready.substr(6);
+  }
+  ~fake_server() {
+    ::close(p_.in);  // it unlinks its socket and exits
+    if (wait_exit(p_.pid, 5s) < 0) {
+      ::kill(p_.pid, SIGKILL);
+      ::waitpid(p_.pid, nullptr, 0);
+    }
+    ::close(p_.out);
+    ::close(p_.err);
+  }
+  const std::string& pid() const { return pid_; }
+
+ private:
+  spawned p_;
+  std::string pid_;
+};
+
+// A process that serves nothing, started with `env`.
+class sleeper {
+ public:
+  explicit sleeper(const env_map& env) : p_(spawn("/bin/sleep", {"60"}, env)) {}
+  ~sleeper() {
+    ::kill(p_.pid, SIGKILL);
+    ::waitpid(p_.pid, nullptr, 0);
+    ::close(p_.in);
+    ::close(p_.out);
+    ::close(p_.err);
+  }
+  std::string pid_text() const { return std::to_string(p_.pid); }
+
+ private:
+  spawned p_;
+};
+
+// Runs the CLI with its stdout on a pseudo-terminal (raw mode); returns what
+// the terminal received.
+std::string run_cli_on_terminal(const std::vector<std::string>& args, const env_map& env) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  REQUIRE(master >= 0);
+  REQUIRE(::grantpt(master) == 0);
+  REQUIRE(::unlockpt(master) == 0);
+  const std::string slave_name = ::ptsname(master);
+  const int slave = ::open(slave_name.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  REQUIRE(slave >= 0);
+  termios t{};
+  ::tcgetattr(slave, &t);
+  ::cfmakeraw(&t);
+  ::tcsetattr(slave, TCSANOW, &t);
+  posix_spawn_file_actions_t fa;
+  ::posix_spawn_file_actions_init(&fa);
+  ::posix_spawn_file_actions_adddup2(&fa, slave, 1);
+  std::vector<std::string> argv_s{cli_path};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s = make_env(env);
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  REQUIRE(::posix_spawn(&pid, cli_path.c_str(), &fa, nullptr, argv.data(), envp.data()) == 0);
+  ::posix_spawn_file_actions_destroy(&fa);
+  CHECK(wait_exit(pid) == 0);
+  ::close(slave);
+  std::string out;
+  for (;;) {
+    pollfd p{master, POLLIN, 0};
+    if (::poll(&p, 1, 200) <= 0) break;
+    char buf[4096];
+    const ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(master);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the CLI refuses a socket directory open to group or others (exit 4)", "[control][trust][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  REQUIRE(::chmod(sockets.path().c_str(), 0755) == 0);
+  const cli_result r = run_cli({t.pid_text(), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 4);
+  CHECK(r.out.empty());
+  CHECK(r.err == "arenastat: refusing socket directory " + sockets.path() +
+                     ": mode 0755 is open to group or others (expected 0700)\n");
+}
+
+TEST_CASE("the CLI refuses a socket directory that is a symbolic link (exit 4)", "[control][trust][threads]") {
+  temp_dir sockets, links;
+  target t(sockets.path());
+  const std::string link = links.file("sockets");
+  REQUIRE(::symlink(sockets.path().c_str(), link.c_str()) == 0);
+  const cli_result r = run_cli({t.pid_text(), "stats"}, {{"ARENASTAT_SOCKET_DIR", link}});
+  CHECK(r.status == 4);
+  CHECK(r.out.empty());
+  CHECK(r.err == "arenastat: refusing socket directory " + link + ": it is a symbolic link\n");
+}
+
+TEST_CASE("the CLI refuses a server whose SO_PEERCRED pid is not the target's (exit 4)",
+          "[control][trust][threads]") {
+  temp_dir sockets;
+  target t(sockets.path(), {{"ARENASTAT_CONTROL", "0"}});  // alive, serving nothing
+  const std::string sock = sockets.file(t.pid_text() + ".sock");
+  const fake_server impostor({sock});
+  const cli_result r = run_cli({t.pid_text(), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 4);
+  CHECK(r.out.empty());
+  CHECK(r.err == "arenastat: refusing the server at " + sock + ": it is process " + impostor.pid() +
+                     ", not process " + t.pid_text() + "\n");
+}
+
+TEST_CASE("an answer longer than 256 MiB is refused (exit 4)", "[control][trust][threads]") {
+  temp_dir sockets;
+  const fake_server flood({sockets.file("%p.sock"), "--flood=300000000"});
+  const cli_result r = run_cli({flood.pid(), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 4);
+  CHECK(r.out.empty());
+  CHECK(r.err == "arenastat: process " + flood.pid() +
+                     " sent an answer longer than 256 MiB; refusing the rest (narrow the query, e.g. --top=N or "
+                     "-s=SIZE)\n");
+}
+
+TEST_CASE("control characters reach a terminal escaped, a pipe unchanged", "[control][trust][threads]") {
+  temp_dir sockets;
+  // An answer that would retitle the window and clear the screen.
+  const fake_server forger({sockets.file("%p.sock"), "--answer=ok\\n\\e]0;owned\\e[2Jname\\n"});
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  CHECK(run_cli_on_terminal({forger.pid(), "stats"}, env) == "\\x1b]0;owned\\x1b[2Jname\n");
+  const cli_result piped = run_cli({forger.pid(), "stats"}, env);
+  CHECK(piped.status == 0);
+  CHECK(piped.out == "\x1b]0;owned\x1b[2Jname\n");
+}
+
+TEST_CASE("an error message from the process is printed escaped (exit 1)", "[control][trust][threads]") {
+  temp_dir sockets;
+  const fake_server forger({sockets.file("%p.sock"), "--answer=error bad \\e[31mthing\\n"});
+  const cli_result r = run_cli({forger.pid(), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 1);
+  CHECK(r.err == "arenastat: " + forger.pid() + ": bad \\x1b[31mthing\n");
+}
+
+TEST_CASE("a process started with ARENASTAT_CONTROL=1 whose socket is not up yet is told so (exit 3)",
+          "[control][trust][threads]") {
+  temp_dir sockets;
+  const sleeper s({{"ARENASTAT_CONTROL", "1"}, {"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  const cli_result r =
+      run_cli({"--timeout=300", s.pid_text(), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: process " + s.pid_text() + " has no control socket at " +
+                     sockets.file(s.pid_text() + ".sock") +
+                     " yet: it was started with ARENASTAT_CONTROL=1 but its server is not up after 300 ms (still "
+                     "starting, or it failed to start: see its stderr); retry\n");
+}
+
+TEST_CASE("a process started with another ARENASTAT_SOCKET_DIR is told which (exit 3)", "[control][trust][threads]") {
+  temp_dir sockets, theirs;
+  const sleeper s({{"ARENASTAT_CONTROL", "1"}, {"ARENASTAT_SOCKET_DIR", theirs.path()}});
+  const cli_result r = run_cli({s.pid_text(), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: process " + s.pid_text() + " has no control socket at " +
+                     sockets.file(s.pid_text() + ".sock") + ": it was started with ARENASTAT_SOCKET_DIR=" +
+                     theirs.path() + "; set the same in this shell\n");
+}
+
+TEST_CASE("the server's dump accepts only an absolute path", "[control][trust][threads]") {
+  temp_dir sockets, work;
+  target t(sockets.path(), {}, work.path());
+  CHECK(raw_query(sockets.file(t.pid_text() + ".sock"), "dump mine.txt\n") ==
+        "error dump: PATH must be absolute, got 'mine.txt' (the arenastat CLI makes a relative path absolute)\n");
+  CHECK_FALSE(exists(work.file("mine.txt")));
+}
+
+TEST_CASE("dump with a relative path writes it relative to the caller", "[control][trust][threads]") {
+  temp_dir sockets, work, caller;
+  target t(sockets.path(), {}, work.path());
+  const cli_result r = run_cli({t.pid_text(), "dump", "mine.txt"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}},
+                               caller.path());
+  CHECK(r.status == 0);
+  CHECK(r.out == caller.file("mine.txt") + "\n");
+  CHECK(exists(caller.file("mine.txt")));
+  CHECK_FALSE(exists(work.file("mine.txt")));
+}
+
+TEST_CASE("listing never removes a file that is not a socket", "[control][trust]") {
+  temp_dir sockets;
+  const std::string file = sockets.file(std::to_string(dead_pid()) + ".sock");
+  { std::ofstream(file) << "precious"; }
+  const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 0);
+  CHECK(exists(file));
+  CHECK(r.err == "arenastat: ignoring " + file + ": it is not a socket\n"
+                 "arenastat: no queryable processes in " + sockets.path() + "; start a program with ARENASTAT_CONTROL=1\n");
+}
+
+TEST_CASE("listing refuses a socket directory that is a symbolic link and removes nothing", "[control][trust]") {
+  temp_dir victim, links;
+  const std::string stale = victim.file(std::to_string(dead_pid()) + ".sock");
+  REQUIRE(make_socket_file(stale));
+  const std::string link = links.file("sockets");
+  REQUIRE(::symlink(victim.path().c_str(), link.c_str()) == 0);
+  const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", link}});
+  CHECK(r.status == 4);
+  CHECK(r.out.empty());
+  CHECK(r.err == "arenastat: refusing socket directory " + link + ": it is a symbolic link\n");
+  CHECK(exists(stale));
+}
