@@ -94,13 +94,16 @@ TEST_CASE("start replaces a stale file at its path and removes dead processes' s
   const std::string mine = d.file(std::to_string(::getpid()) + ".sock");
   const std::string dead = d.file(std::to_string(dead_pid()) + ".sock");
   const std::string alive = d.file("1.sock");  // init is alive: kept
-  for (const std::string& f : {mine, dead, alive}) std::ofstream(f) << "stale";
+  const std::string dead_file = d.file(std::to_string(dead_pid()) + ".sock");  // not a socket: kept
+  for (const std::string& f : {mine, alive, dead_file}) std::ofstream(f) << "stale";
+  REQUIRE(make_socket_file(dead));
   control::start(in(d));
   struct stat st {};
   REQUIRE(::lstat(mine.c_str(), &st) == 0);
   CHECK(S_ISSOCK(st.st_mode));
   CHECK_FALSE(exists(dead));
   CHECK(exists(alive));
+  CHECK(exists(dead_file));
   control::stop();
 }
 
@@ -219,22 +222,25 @@ TEST_CASE("a silent client is answered with a time-out at the request deadline",
   control::stop();
 }
 
-TEST_CASE("more clients than max_clients are told the server is busy", "[control][server][threads]") {
+TEST_CASE("with max_clients connected, a new client closes the oldest idle one", "[control][server][threads]") {
   temp_dir d;
   control::options o = in(d);
   o.max_clients = 2;
   const std::string path = control::start(o);
-  const int a = connect_to(path), b = connect_to(path);
+  const int a = connect_to(path);
   REQUIRE(a >= 0);
+  std::this_thread::sleep_for(50ms);  // a is accepted first: the oldest
+  const int b = connect_to(path);
   REQUIRE(b >= 0);
   send_all(a, "he");  // both held open, mid-request
   send_all(b, "he");
   std::this_thread::sleep_for(100ms);  // let the server accept them
-  CHECK(raw_query(path, "help\n") == "error server busy: 2 clients connected; retry later\n");
-  send_all(a, "lp\n");
+  CHECK(raw_query(path, "help\n").rfind("ok\nCommands", 0) == 0);
+  CHECK(read_all(a) == "error server busy: this connection sent no request and was closed to serve a newer one; "
+                       "retry\n");
   send_all(b, "lp\n");
-  CHECK(read_all(a).rfind("ok\nCommands", 0) == 0);
   CHECK(read_all(b).rfind("ok\nCommands", 0) == 0);
+  CHECK(control::connection_counters().dropped >= 1);
   ::close(a);
   ::close(b);
   control::stop();

@@ -70,6 +70,7 @@ std::string info_body() {
   out += "timed_out " + std::to_string(c.timed_out) + "\n";
   out += "bad_requests " + std::to_string(c.bad_requests) + "\n";
   out += "busy " + std::to_string(c.busy) + "\n";
+  out += "dropped " + std::to_string(c.dropped) + "\n";
   {
     baseline_store& b = baseline();
     std::lock_guard lock(b.mutex);

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -26,6 +27,8 @@
 #include "arenastat/control.hpp"
 #include "control_internal.hpp"
 #include "control_request.hpp"
+#include "quoted.hpp"
+#include "socket_naming.hpp"
 
 namespace arenastat::control {
 namespace {
@@ -33,7 +36,7 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 struct atomic_counters {
-  std::atomic<std::uint64_t> served{0}, refused{0}, timed_out{0}, bad_requests{0}, busy{0};
+  std::atomic<std::uint64_t> served{0}, refused{0}, timed_out{0}, bad_requests{0}, busy{0}, dropped{0};
 };
 
 // What the server thread owns while it runs; shared with stop() for the wake pipe.
@@ -94,24 +97,24 @@ void ensure_secure_dir(const std::string& dir) {
   }
 }
 
-bool process_gone(long pid) { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
-
-// Removes "<pid>.sock" and ".<pid>.*.tmp" left by processes that no longer exist.
+// Removes "<pid>.sock" and ".<pid>.tmp" sockets left by processes that no
+// longer exist; never follows a symbolic link, never removes anything else.
 void remove_stale_sockets(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return;
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) return;
+  DIR* d = ::fdopendir(dfd);
+  if (d == nullptr) {
+    ::close(dfd);
+    return;
+  }
   const long self = static_cast<long>(::getpid());
   while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    const bool tmp = name.size() > 5 && name[0] == '.' && name.ends_with(".tmp");
-    const std::string digits = tmp ? name.substr(1) : name;
-    char* end = nullptr;
-    const long pid = std::strtol(digits.c_str(), &end, 10);
-    if (pid <= 0 || pid == self || end == digits.c_str()) continue;
-    const std::string_view suffix(end);
-    if ((tmp && suffix.starts_with(".")) || (!tmp && suffix == ".sock")) {
-      if (process_gone(pid)) ::unlink((dir + "/" + name).c_str());
-    }
+    std::optional<long> pid = naming::pid_of_socket_name(e->d_name);
+    if (!pid) pid = naming::pid_of_temporary_name(e->d_name);
+    if (!pid || *pid == self || !naming::process_gone(*pid)) continue;
+    struct stat st {};
+    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISSOCK(st.st_mode) && st.st_uid == ::geteuid()) ::unlinkat(dfd, e->d_name, 0);
   }
   ::closedir(d);
 }
@@ -125,9 +128,9 @@ sockaddr_un address_of(const std::string& path) {
 
 // Binds under a temporary name, sets 0600, listens, renames into place.
 int bind_socket(const std::string& dir, const std::string& path) {
-  const std::string tmp = dir + "/." + std::to_string(::getpid()) + ".tmp";
+  const std::string tmp = dir + "/" + naming::temporary_name(::getpid());
   if (tmp.size() >= sizeof(sockaddr_un::sun_path)) {
-    fail("socket path " + tmp + " is longer than " + std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
+    fail("socket path " + detail::quoted(tmp) + " is longer than " + std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
          " bytes; set ARENASTAT_SOCKET_DIR to a shorter directory");
   }
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -152,18 +155,23 @@ int bind_socket(const std::string& dir, const std::string& path) {
 
 struct client {
   int fd = -1;
+  uid_t uid = 0;
   wire::request_reader reader;
   std::string response;
   std::size_t sent = 0;
   bool writing = false;
+  clock::time_point connected;
   clock::time_point deadline;
+  clock::time_point last_progress;  // last time the client took bytes of its answer
 };
 
-bool peer_allowed(int fd) {
+// The peer's uid when it may be served (our effective uid, or root).
+std::optional<uid_t> allowed_peer(int fd) {
   ucred cred{};
   socklen_t len = sizeof cred;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
-  return cred.uid == ::geteuid() || cred.uid == 0;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return std::nullopt;
+  if (cred.uid != ::geteuid() && cred.uid != 0) return std::nullopt;
+  return cred.uid;
 }
 
 // Reads and drops what a client still sends, so close() does not reset the
@@ -203,11 +211,12 @@ class server_loop {
       if (fds[0].revents != 0) drain_wake();
       if (s_.stop_requested.load(std::memory_order_acquire)) break;
       for (std::size_t i = 0; i < clients_.size(); ++i) {
-        if (fds[i + 2].revents != 0) serve(clients_[i], fds[i + 2].revents);
+        if (fds[i + 2].revents != 0 && clients_[i].fd >= 0) serve(clients_[i], fds[i + 2].revents);
       }
       expire_deadlines();
       std::erase_if(clients_, [](const client& c) { return c.fd < 0; });
       if (fds[1].revents != 0) accept_all();
+      std::erase_if(clients_, [](const client& c) { return c.fd < 0; });  // closed to make room
     }
     for (client& c : clients_) drain_and_close(c.fd);
     clients_.clear();
@@ -218,7 +227,10 @@ class server_loop {
     const bool paused = clock::now() < accept_paused_until_;
     if (clients_.empty() && !paused) return -1;
     clock::time_point first = paused ? accept_paused_until_ : clients_.front().deadline;
-    for (const client& c : clients_) first = std::min(first, c.deadline);
+    for (const client& c : clients_) {
+      first = std::min(first, c.deadline);
+      if (c.writing) first = std::min(first, c.last_progress + s_.opts.stall_timeout);
+    }
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(first - clock::now()).count();
     return static_cast<int>(std::clamp<long long>(left, 0, 60'000));
   }
@@ -239,21 +251,24 @@ class server_loop {
         }
         return;  // EAGAIN: nothing more to accept now
       }
-      if (!peer_allowed(fd)) {
+      const std::optional<uid_t> uid = allowed_peer(fd);
+      if (!uid) {
         counts_.refused.fetch_add(1, std::memory_order_relaxed);
         ::close(fd);
         continue;
       }
-      if (clients_.size() >= s_.opts.max_clients) {
+      if (!make_room_for(*uid)) {
         counts_.busy.fetch_add(1, std::memory_order_relaxed);
-        best_effort_send(fd, "error server busy: " + std::to_string(s_.opts.max_clients) +
-                                 " clients connected; retry later\n");
+        best_effort_send(fd, "error server busy: " + std::to_string(clients_.size()) +
+                                 " clients are being answered; retry later\n");
         drain_and_close(fd);
         continue;
       }
       client c;
       c.fd = fd;
-      c.deadline = clock::now() + s_.opts.request_timeout;
+      c.uid = *uid;
+      c.connected = clock::now();
+      c.deadline = c.connected + s_.opts.request_timeout;
       clients_.push_back(std::move(c));
     }
   }
@@ -262,13 +277,76 @@ class server_loop {
     c.response = std::move(response);
     c.sent = 0;
     c.writing = true;
-    c.deadline = clock::now() + s_.opts.response_timeout;
+    c.last_progress = clock::now();
+    c.deadline = c.last_progress + s_.opts.response_timeout;
     write_some(c);  // usually completes at once
+    if (c.fd >= 0) limit_backlog(c);
+  }
+
+  // Connection policy (docs/cli.md, "Connections"). When a new client finds
+  // every one of max_clients slots taken, room is made by closing, in order:
+  // the oldest client that has not sent a request line yet (idle), with
+  // "error server busy: ..."; else, when another uid holds more than
+  // uid_share() slots, that uid's client that has taken nothing of its answer
+  // for the longest. Otherwise the new client is told the server is busy. So
+  // one user's idle or stalled connections cannot lock another user out.
+  std::size_t uid_share() const {
+    const std::size_t n = s_.opts.max_clients;
+    return n < 2 ? n : n - std::max<std::size_t>(1, n / 4);
+  }
+
+  bool make_room_for(uid_t uid) {
+    std::size_t total = 0;
+    client* oldest_idle = nullptr;
+    for (client& c : clients_) {
+      if (c.fd < 0) continue;
+      ++total;
+      if (!c.writing && (oldest_idle == nullptr || c.connected < oldest_idle->connected)) oldest_idle = &c;
+    }
+    if (total < s_.opts.max_clients) return true;
+    if (oldest_idle != nullptr) {
+      counts_.dropped.fetch_add(1, std::memory_order_relaxed);
+      best_effort_send(oldest_idle->fd, "error server busy: this connection sent no request and was closed to "
+                                        "serve a newer one; retry\n");
+      finish(*oldest_idle);
+      return true;
+    }
+    client* stalest = nullptr;
+    for (client& c : clients_) {
+      if (c.fd < 0 || c.uid == uid) continue;
+      const auto held = std::count_if(clients_.begin(), clients_.end(),
+                                      [&](const client& o) { return o.fd >= 0 && o.uid == c.uid; });
+      if (static_cast<std::size_t>(held) <= uid_share()) continue;
+      if (stalest == nullptr || c.last_progress < stalest->last_progress) stalest = &c;
+    }
+    if (stalest == nullptr) return false;
+    counts_.dropped.fetch_add(1, std::memory_order_relaxed);
+    finish(*stalest);
+    return true;
+  }
+
+  // Keeps the answers not yet taken by their clients within
+  // options::max_answer_backlog: while over it, the client (other than
+  // `fresh`) that has taken nothing for the longest is dropped.
+  void limit_backlog(const client& fresh) {
+    for (;;) {
+      std::size_t pending = 0;
+      client* stalest = nullptr;
+      for (client& c : clients_) {
+        if (c.fd < 0 || !c.writing) continue;
+        pending += c.response.size() - c.sent;
+        if (&c != &fresh && (stalest == nullptr || c.last_progress < stalest->last_progress)) stalest = &c;
+      }
+      if (pending <= s_.opts.max_answer_backlog || stalest == nullptr) return;
+      counts_.dropped.fetch_add(1, std::memory_order_relaxed);
+      finish(*stalest);
+    }
   }
 
   void finish(client& c) {
     drain_and_close(c.fd);
     c.fd = -1;
+    std::string().swap(c.response);  // the answer's memory goes now, not at the next erase
   }
 
   void reject(client& c, const std::string& message) {
@@ -320,6 +398,7 @@ class server_loop {
                                MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         c.sent += static_cast<std::size_t>(n);
+        c.last_progress = clock::now();
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -334,6 +413,11 @@ class server_loop {
   void expire_deadlines() {
     const clock::time_point now = clock::now();
     for (client& c : clients_) {
+      if (c.fd >= 0 && c.writing && now - c.last_progress >= s_.opts.stall_timeout) {
+        counts_.dropped.fetch_add(1, std::memory_order_relaxed);
+        finish(c);
+        continue;
+      }
       if (c.fd < 0 || now < c.deadline) continue;
       counts_.timed_out.fetch_add(1, std::memory_order_relaxed);
       if (!c.writing) {
@@ -379,11 +463,7 @@ void forget_parent_server(control_state& st) {
 
 }  // namespace
 
-std::string default_socket_dir() {
-  const char* env = std::getenv("ARENASTAT_SOCKET_DIR");
-  if (env != nullptr && *env != '\0') return env;
-  return "/tmp/arenastat-" + std::to_string(::geteuid());
-}
+std::string default_socket_dir() { return naming::socket_dir(::geteuid()); }
 
 std::string start(const options& opts) {
   control_state& st = state();
@@ -391,15 +471,15 @@ std::string start(const options& opts) {
   if (st.srv && st.owner_pid == ::getpid()) return st.path;
   if (st.srv) forget_parent_server(st);
   if (opts.max_clients == 0) fail("options.max_clients must be at least 1");
-  if (opts.request_timeout.count() <= 0 || opts.response_timeout.count() <= 0) {
-    fail("options.request_timeout and response_timeout must be positive");
+  if (opts.request_timeout.count() <= 0 || opts.response_timeout.count() <= 0 || opts.stall_timeout.count() <= 0) {
+    fail("options.request_timeout, response_timeout and stall_timeout must be positive");
   }
 
   std::string dir = opts.socket_dir.empty() ? default_socket_dir() : opts.socket_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  const std::string path = dir + "/" + std::to_string(::getpid()) + ".sock";
+  const std::string path = naming::socket_path(dir, ::getpid());
   if (path.size() >= sizeof(sockaddr_un::sun_path)) {
-    fail("socket path " + path + " is longer than " + std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
+    fail("socket path " + detail::quoted(path) + " is longer than " + std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
          " bytes; set ARENASTAT_SOCKET_DIR to a shorter directory");
   }
   ensure_secure_dir(dir);
@@ -477,7 +557,8 @@ std::string socket_path() {
 
 counters connection_counters() noexcept {
   const atomic_counters& c = state().counts;
-  return {c.served.load(), c.refused.load(), c.timed_out.load(), c.bad_requests.load(), c.busy.load()};
+  return {c.served.load(), c.refused.load(), c.timed_out.load(), c.bad_requests.load(), c.busy.load(),
+          c.dropped.load()};
 }
 
 }  // namespace arenastat::control

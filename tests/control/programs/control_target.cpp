@@ -5,6 +5,8 @@
 //   grow N             N more blocks of 1000 bytes in account "cache/items"
 //   scope NAME BYTES   run scope NAME that allocates and frees BYTES via "scratch"
 //   entries N          N accounts "bulk/<i>" holding 64 bytes each
+//   serve MAX [BACKLOG] restart the control server with options::max_clients
+//                      MAX (and max_answer_backlog BACKLOG bytes when given)
 //   ping               nothing (lets the main thread leave read(): TSan runs
 //                      deferred signal handlers only when a call returns)
 //   exit-from-thread   a new thread calls std::exit(0) while main blocks on stdin
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include <arenastat/arenastat.hpp>
+#include <arenastat/control.hpp>
 
 namespace {
 
@@ -88,6 +91,13 @@ int main() {
       std::size_t n = 0;
       in >> n;
       make_entries(n);
+    } else if (cmd == "serve") {
+      arenastat::control::options o;
+      in >> o.max_clients;
+      std::size_t backlog = 0;
+      if (in >> backlog) o.max_answer_backlog = backlog;
+      arenastat::control::stop();
+      arenastat::control::start(o);
     } else if (cmd == "ping") {
       // nothing to do
     } else if (cmd == "exit-from-thread") {

@@ -21,7 +21,9 @@ struct options {
   std::string socket_dir;                                 // "": $ARENASTAT_SOCKET_DIR or /tmp/arenastat-<uid>
   std::chrono::milliseconds request_timeout{2000};        // accept -> full request line
   std::chrono::milliseconds response_timeout{10000};      // request -> response fully sent
-  std::size_t max_clients = 128;                          // more at once get "error server busy"
+  std::chrono::milliseconds stall_timeout{2000};          // a client taking none of its answer this long is dropped
+  std::size_t max_clients = 128;                          // at once; then idle ones make room (docs/cli.md)
+  std::size_t max_answer_backlog = std::size_t{64} << 20;  // answer bytes held for clients; the stalest goes first
 };
 
 // Starts the server and returns the socket path; when it already runs, returns
@@ -45,7 +47,8 @@ struct counters {
   std::uint64_t refused = 0;       // peers of another uid, closed without an answer
   std::uint64_t timed_out = 0;     // clients that missed a deadline
   std::uint64_t bad_requests = 0;  // malformed, over-long or unterminated request lines
-  std::uint64_t busy = 0;          // turned away because max_clients were connected
+  std::uint64_t busy = 0;          // turned away: every slot was answering a request
+  std::uint64_t dropped = 0;       // idle clients closed to make room, clients not reading their answers
 };
 counters connection_counters() noexcept;
 

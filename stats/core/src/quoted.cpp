@@ -1,0 +1,40 @@
+// Bounded quoting of bad values in warnings (quoted.hpp).
+#include "quoted.hpp"
+
+#include <cstdio>
+
+namespace arenastat::detail {
+
+namespace {
+
+void escape_into(std::string& out, std::string_view text, bool escape_quote) {
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f || (escape_quote && c == '\'')) {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out.push_back(ch);
+    }
+  }
+}
+
+}  // namespace
+
+std::string quoted(std::string_view value) {
+  std::string out = "'";
+  escape_into(out, value.substr(0, max_quoted_bytes), true);
+  out += '\'';
+  if (value.size() > max_quoted_bytes) out += "... (" + std::to_string(value.size()) + " bytes)";
+  return out;
+}
+
+std::string bounded(std::string_view text) {
+  std::string out;
+  escape_into(out, text.substr(0, max_quoted_bytes), false);
+  if (text.size() > max_quoted_bytes) out += "...";
+  return out;
+}
+
+}  // namespace arenastat::detail
