@@ -13,7 +13,7 @@
 #include "arenastat/dump.hpp"
 #include "autostart.hpp"
 #include "control_internal.hpp"
-#include "text_escape.hpp"
+#include "quoted.hpp"
 
 namespace arenastat::detail {
 namespace {
@@ -26,7 +26,7 @@ std::string_view env(const char* name) {
 void start_server(std::string_view value) {
   if (value.empty() || value == "0") return;
   if (value != "1") {
-    warn("arenastat: ignoring ARENASTAT_CONTROL='" + std::string(value) + "': expected 1 (on) or 0 (off)\n");
+    warn("arenastat: ignoring ARENASTAT_CONTROL=" + quoted(value) + ": expected 1 (on) or 0 (off)\n");
     return;
   }
   try {
@@ -47,8 +47,8 @@ void install_dump(std::string_view value) {
   if (value.empty()) return;
   const int signo = signal_named(value);
   if (signo == 0) {
-    warn("arenastat: ignoring ARENASTAT_DUMP_SIGNAL='" + std::string(value) +
-         "': expected USR1 or USR2; no dump signal installed\n");
+    warn("arenastat: ignoring ARENASTAT_DUMP_SIGNAL=" + quoted(value) +
+         ": expected USR1 or USR2; no dump signal installed\n");
     return;
   }
   try {
@@ -63,7 +63,7 @@ void check_dump_sort(std::string_view value) {
   try {
     (void)parse_dump_sort(value);
   } catch (const std::invalid_argument&) {
-    warn("arenastat: ignoring ARENASTAT_DUMP_SORT='" + escape_text(value.substr(0, 200)) + "': expected " +
+    warn("arenastat: ignoring ARENASTAT_DUMP_SORT=" + quoted(value) + ": expected " +
          std::string(dump_sort_choices) + "; dumps are sorted by size\n");
   }
 }

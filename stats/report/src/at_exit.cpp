@@ -23,6 +23,7 @@
 #include "at_exit_env.hpp"
 #include "leaks_internal.hpp"
 #include "leaks_section.hpp"
+#include "quoted.hpp"
 
 namespace arenastat {
 
@@ -43,17 +44,19 @@ at_exit_state& state() {
   return *s;
 }
 
-void write_all(int fd, const char* data, std::size_t len) noexcept {
+// Returns 0, or the errno of the write that failed.
+int write_all(int fd, const char* data, std::size_t len) noexcept {
   while (len > 0) {
     const ssize_t n = ::write(fd, data, len);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    if (n <= 0) return n < 0 ? errno : EIO;
     data += n;
     len -= static_cast<std::size_t>(n);
   }
+  return 0;
 }
 
-void write_all(int fd, const std::string& s) noexcept { write_all(fd, s.data(), s.size()); }
+int write_all(int fd, const std::string& s) noexcept { return write_all(fd, s.data(), s.size()); }
 
 void write_stderr(const char* s) noexcept { write_all(2, s, std::strlen(s)); }
 
@@ -109,14 +112,23 @@ void print_report_at_exit() noexcept {
       if (to_file) {
         fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
         if (fd < 0) {
-          write_all(2, "arenastat: cannot open ARENASTAT_AT_EXIT_FILE '" + file +
-                           "': " + std::strerror(errno) + "; printing the report to stderr\n");
+          write_all(2, "arenastat: cannot open ARENASTAT_AT_EXIT_FILE " + detail::quoted(file) +
+                           ": " + std::strerror(errno) + "; printing the report to stderr\n");
           fd = 2;
         }
       }
-      write_all(fd, text);
+      int err = write_all(fd, text);
+      if (fd != 2) {
+        // A full disk may show only at close (NFS, quotas): both are checked.
+        if (::close(fd) != 0 && err == 0) err = errno;
+        if (err != 0) {
+          write_all(2, "arenastat: cannot write the at-exit report to ARENASTAT_AT_EXIT_FILE " +
+                           detail::quoted(file) + ": " + std::strerror(err) + "; printing it to stderr\n");
+          write_all(2, text);
+          fd = 2;  // the report, with its leaks section, is on stderr after all
+        }
+      }
       leaks_on_stderr = fd == 2 && options.format != report_format::prometheus;
-      if (fd != 2) ::close(fd);
     }
   } catch (const std::exception& e) {
     write_stderr("arenastat: the at-exit report failed: ");
@@ -169,8 +181,8 @@ void start_at_exit_from_env() noexcept {
       try {
         options = parse_report_options(value);
       } catch (const std::invalid_argument& e) {
-        write_all(2, std::string("arenastat: warning: ignoring ARENASTAT_AT_EXIT='") + value +
-                         "' (" + std::string(without_prefix(e.what())) +
+        write_all(2, "arenastat: warning: ignoring ARENASTAT_AT_EXIT=" + detail::quoted(value) + " (" +
+                         detail::bounded(without_prefix(e.what())) +
                          "); the default report will be printed at exit\n");
         options = report_options{};
       }

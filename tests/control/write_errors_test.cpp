@@ -1,0 +1,87 @@
+// Write errors are reported, never lost, and warnings quote bad values only
+// in part (docs/cli.md, docs/report.md).
+#include <catch2/catch.hpp>
+
+#include "harness.hpp"
+
+using namespace control_test;
+
+TEST_CASE("an at-exit report that cannot be written to ARENASTAT_AT_EXIT_FILE is reported on stderr",
+          "[control][write_errors][threads]") {
+  temp_dir sockets;
+  const spawned p = spawn(target_path, {}, {{"ARENASTAT_AT_EXIT", "1"}, {"ARENASTAT_AT_EXIT_FILE", "/dev/full"}});
+  REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
+  ::close(p.in);
+  CHECK(wait_exit(p.pid) == 0);
+  const std::string err = read_all(p.err, 1s);
+  CHECK(err.rfind("arenastat: cannot write the at-exit report to ARENASTAT_AT_EXIT_FILE '/dev/full': No space left "
+                  "on device; printing it to stderr\narenastat report",
+                  0) == 0);
+  ::close(p.out);
+  ::close(p.err);
+}
+
+TEST_CASE("a dump to a full device is an error of the process (exit 1)", "[control][write_errors][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const cli_result r = run_cli({t.pid_text(), "dump", "/dev/full"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err == "arenastat: " + t.pid_text() + ": dump: cannot write /dev/full: No space left on device\n");
+}
+
+TEST_CASE("an answer the CLI cannot write to stdout is reported (exit 6)", "[control][write_errors][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+  REQUIRE(full >= 0);
+  int err[2];
+  REQUIRE(::pipe2(err, O_CLOEXEC) == 0);
+  posix_spawn_file_actions_t fa;
+  ::posix_spawn_file_actions_init(&fa);
+  ::posix_spawn_file_actions_adddup2(&fa, full, 1);
+  ::posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  std::vector<std::string> argv_s{cli_path, t.pid_text(), "help"};
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s = make_env({{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  REQUIRE(::posix_spawn(&pid, cli_path.c_str(), &fa, nullptr, argv.data(), envp.data()) == 0);
+  ::posix_spawn_file_actions_destroy(&fa);
+  ::close(full);
+  ::close(err[1]);
+  CHECK(wait_exit(pid) == 6);
+  CHECK(read_all(err[0], 1s) == "arenastat: cannot write the answer to standard output: No space left on device\n");
+  ::close(err[0]);
+}
+
+TEST_CASE("a warning quotes at most the first 200 bytes of a bad value", "[control][write_errors][threads]") {
+  temp_dir sockets;
+  const std::string value = std::string(1000, 'y') + "\x1b[2J";
+  const spawned p = spawn(target_path, {}, {{"ARENASTAT_CONTROL", value}, {"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
+  ::close(p.in);
+  CHECK(wait_exit(p.pid) == 0);
+  CHECK(read_all(p.err, 1s) == "arenastat: ignoring ARENASTAT_CONTROL='" + std::string(200, 'y') +
+                                   "'... (1004 bytes): expected 1 (on) or 0 (off)\n");
+  ::close(p.out);
+  ::close(p.err);
+}
+
+TEST_CASE("a bad value's control bytes are escaped in the warning", "[control][write_errors][threads]") {
+  temp_dir sockets;
+  const spawned p =
+      spawn(target_path, {}, {{"ARENASTAT_DUMP_SORT", "size\x1b[2J"}, {"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
+  ::close(p.in);
+  CHECK(wait_exit(p.pid) == 0);
+  CHECK(read_all(p.err, 1s) ==
+        "arenastat: ignoring ARENASTAT_DUMP_SORT='size\\x1b[2J': expected size, count or blocks; dumps are sorted by "
+        "size\n");
+  ::close(p.out);
+  ::close(p.err);
+}
