@@ -26,6 +26,7 @@
 
 #include "arenastat/prometheus.hpp"
 #include "autostart.hpp"
+#include "quoted.hpp"
 #include "sys.hpp"
 
 namespace arenastat::metrics_http {
@@ -174,15 +175,15 @@ void start_metrics_from_env() noexcept {
     const char* depth_env = std::getenv("ARENASTAT_METRICS_DEPTH");
     const unsigned depth = metrics_depth_from_env();
     if (depth_env != nullptr && *depth_env != '\0' && std::to_string(depth) != depth_env) {
-      warn("arenastat: ignoring ARENASTAT_METRICS_DEPTH='" + std::string(depth_env) +
-           "': expected a whole number from 1 to " + std::to_string(max_metrics_depth) + "; using 1\n");
+      warn("arenastat: ignoring ARENASTAT_METRICS_DEPTH=" + quoted(depth_env) +
+           ": expected a whole number from 1 to " + std::to_string(max_metrics_depth) + "; using 1\n");
     }
     const char* value = std::getenv("ARENASTAT_METRICS");
     if (value == nullptr || *value == '\0' || std::string_view(value) == "0") return;
     try {
       metrics_http::start(value, depth);
     } catch (const std::exception& e) {
-      warn("arenastat: ARENASTAT_METRICS='" + std::string(value) + "': " + e.what() +
+      warn("arenastat: ARENASTAT_METRICS=" + quoted(value) + ": " + bounded(e.what()) +
            "; the metrics endpoint is off\n");
     }
   } catch (...) {
