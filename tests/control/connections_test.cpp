@@ -28,6 +28,14 @@ int silent_asker(const std::string& socket, const std::string& request) {
   return fd;
 }
 
+// Waits until the server has started to send `fd` its answer (so it is being
+// answered, not idle) and takes its first byte only.
+bool answer_started(int fd, std::chrono::milliseconds limit = 10s) {
+  pollfd p{fd, POLLIN, 0};
+  char c = 0;
+  return ::poll(&p, 1, static_cast<int>(limit.count())) == 1 && ::recv(fd, &c, 1, 0) == 1 && c == 'o';
+}
+
 }  // namespace
 
 TEST_CASE("idle connections filling every slot cannot lock out a real query", "[control][connections][threads]") {
@@ -59,7 +67,8 @@ TEST_CASE("when every slot is answering, the CLI says busy (exit 5)", "[control]
   const int b = silent_asker(socket_of(sockets, t), "stats --json\n");
   REQUIRE(a >= 0);
   REQUIRE(b >= 0);
-  std::this_thread::sleep_for(300ms);  // both answers rendered, stuck in the sockets
+  REQUIRE(answer_started(a));  // both answers rendered, stuck in the sockets
+  REQUIRE(answer_started(b));
   const cli_result r = run_cli({t.pid_text(), "help"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
   CHECK(r.status == 5);
   CHECK(r.out.empty());
@@ -75,12 +84,19 @@ TEST_CASE("a client that does not read its answer is dropped after the stall tim
   REQUIRE(t.command("entries 20000") == "done");
   const int fd = silent_asker(socket_of(sockets, t), "stats --json\n");
   REQUIRE(fd >= 0);
+  REQUIRE(answer_started(fd));
+  const auto started = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(500ms);
   CHECK(counter(sockets, t, "dropped") == 0);
-  std::this_thread::sleep_for(2500ms);  // options::stall_timeout is 2 s
+  while (counter(sockets, t, "dropped") == 0 && std::chrono::steady_clock::now() - started < 8s) {
+    std::this_thread::sleep_for(50ms);
+  }
+  const auto waited = std::chrono::steady_clock::now() - started;
   CHECK(counter(sockets, t, "dropped") == 1);
+  CHECK(waited >= 1500ms);  // options::stall_timeout is 2 s (from the last byte the socket took)
+  CHECK(waited < 8s);       // not the 10 s response_timeout
   const std::string got = read_all(fd, 2s);  // what was buffered, then the end
-  CHECK(got.rfind("ok\n{", 0) == 0);
+  CHECK(got.rfind("k\n{", 0) == 0);         // the 'o' was taken above
   CHECK_FALSE(got.ends_with("}\n"));
   ::close(fd);
 }
@@ -93,10 +109,10 @@ TEST_CASE("answers held for clients that do not read stay within max_answer_back
   REQUIRE(t.command("serve 8 1000000") == "done");  // 1 MB of unsent answers at most
   const int a = silent_asker(socket_of(sockets, t), "stats --json\n");
   REQUIRE(a >= 0);
-  std::this_thread::sleep_for(300ms);
+  REQUIRE(answer_started(a));
   const int b = silent_asker(socket_of(sockets, t), "stats --json\n");
   REQUIRE(b >= 0);
-  std::this_thread::sleep_for(300ms);  // well before the 2 s stall time-out
+  REQUIRE(answer_started(b));  // b's answer is held: a was dropped for it, well before the 2 s stall time-out
   CHECK(counter(sockets, t, "dropped") == 1);  // a, to make room for b's answer
   ::close(a);
   ::close(b);
