@@ -156,3 +156,39 @@ TEST_CASE("root queries a process of another user through that user's directory"
   ::close(p.out);
   ::close(p.err);
 }
+
+TEST_CASE("as root, a query gets through when another user holds every slot with stalled clients",
+          "[control][uid][threads]") {
+  if (!can_act_as_nobody()) return;
+  nobody_area area;
+  const std::string sockets = area.dir + "/sockets";
+  spawned p = spawn(setpriv, as_nobody(area.program(target_path), {}),
+                    {{"ARENASTAT_CONTROL", "1"}, {"ARENASTAT_SOCKET_DIR", sockets}});
+  const std::string ready = read_line(p.out);
+  REQUIRE(ready.rfind("ready ", 0) == 0);
+  const std::string pid = ready.substr(6);
+  auto command = [&](const std::string& line) {
+    const std::string l = line + "\n";
+    REQUIRE(::write(p.in, l.data(), l.size()) == static_cast<ssize_t>(l.size()));
+    return read_line(p.out);
+  };
+  REQUIRE(command("entries 20000") == "done");  // answers larger than a socket buffer
+  REQUIRE(command("serve 4") == "done");
+  // 'nobody' (the process's own user) takes all 4 slots with requests it never reads.
+  spawned holder = spawn(setpriv, as_nobody(area.program(fake_server_path), {"--hold=4", sockets + "/" + pid + ".sock"}), {});
+  REQUIRE(read_line(holder.out) == "held 4");
+
+  const cli_result r = run_cli({pid, "help"}, {{"ARENASTAT_SOCKET_DIR", sockets}});
+  CHECK(r.status == 0);
+  CHECK(r.out.rfind("Commands", 0) == 0);
+  CHECK(r.err.empty());
+
+  ::close(holder.in);
+  CHECK(wait_exit(holder.pid) == 0);
+  ::close(holder.out);
+  ::close(holder.err);
+  ::close(p.in);
+  CHECK(wait_exit(p.pid) == 0);
+  ::close(p.out);
+  ::close(p.err);
+}

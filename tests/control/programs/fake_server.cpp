@@ -8,6 +8,11 @@
 //     --answer=TEXT  the answer; "\e" in TEXT becomes ESC, "\n" a newline
 //                    (default "ok\nforged answer\n")
 //     --flood=BYTES  "ok\n" then BYTES bytes of 'x'
+//
+//   fake_server --hold=N PATH
+//     the other side: a client that opens N connections to the server at
+//     PATH, asks each for "stats --json", waits for the first byte of each
+//     answer, prints "held N" and then reads nothing more until stdin closes.
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -46,7 +51,32 @@ void send_all(int fd, const char* data, std::size_t n) {
 
 }  // namespace
 
+int hold(int n, const std::string& path) {
+  int held = 0;
+  for (int i = 0; i < n; ++i) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) continue;
+    static const char request[] = "stats --json\n";
+    send_all(fd, request, sizeof request - 1);
+    pollfd p{fd, POLLIN, 0};
+    char c = 0;
+    if (::poll(&p, 1, 10000) == 1 && ::recv(fd, &c, 1, 0) == 1 && c == 'o') ++held;  // fd stays open
+  }
+  std::printf("held %d\n", held);
+  std::fflush(stdout);
+  char buf[64];
+  while (::read(0, buf, sizeof buf) > 0) {
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string_view(argv[1]).starts_with("--hold=")) {
+    return hold(std::atoi(argv[1] + 7), argv[2]);
+  }
   if (argc < 2) {
     std::fprintf(stderr, "usage: fake_server PATH [--mkdir] [--answer=TEXT | --flood=BYTES]\n");
     return 2;
