@@ -7,10 +7,14 @@ namespace arenastat::detail {
 
 namespace {
 
-void escape_into(std::string& out, std::string_view text, bool escape_quote) {
+// A value (quoted) gets its quote and backslash escaped too; a message
+// (bounded) may hold escapes already and keeps both.
+void escape_into(std::string& out, std::string_view text, bool value) {
   for (const char ch : text) {
     const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f || (escape_quote && c == '\'')) {
+    if (value && c == '\\') {
+      out += "\\\\";
+    } else if (c < 0x20 || c >= 0x7f || (value && c == '\'')) {
       char buf[5];
       std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(c));
       out += buf;

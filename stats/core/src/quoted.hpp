@@ -11,13 +11,16 @@ namespace arenastat::detail {
 // Longest part of a value a warning quotes.
 inline constexpr std::size_t max_quoted_bytes = 200;
 
-// 'value' with bytes 0x00-0x1f, 0x7f and the quote written as \xNN; a value
-// longer than max_quoted_bytes is cut there and followed by
-// "... (N bytes)": 'aaaa...aaaa'... (1048576 bytes).
+// 'value' with every byte outside printable ASCII (0x20-0x7e) and the quote
+// written as \xNN, a backslash as \\ (so the escapes are unambiguous, as in
+// escape_text); a value longer than max_quoted_bytes is cut there and
+// followed by "... (N bytes)": 'aaaa...aaaa'... (1048576 bytes). Every
+// warning about a bad environment value quotes it with this function.
 std::string quoted(std::string_view value);
 
-// The same without the quotes, for a message that embeds a bad value
-// (an exception's what()): escaped, cut after max_quoted_bytes with "...".
+// For a message that embeds a bad value (an exception's what(), which may
+// hold escapes already): bytes outside printable ASCII as \xNN, quotes and
+// backslashes kept, cut after max_quoted_bytes with "...".
 std::string bounded(std::string_view text);
 
 }  // namespace arenastat::detail

@@ -13,6 +13,7 @@
 
 #include <boost/unordered/unordered_flat_set.hpp>
 
+#include "quoted.hpp"
 #include "sys.hpp"
 #include "table_internal.hpp"
 
@@ -180,8 +181,8 @@ std::size_t table_max_from_env() noexcept {
   }
   if (ok) return n;
   const std::string_view text(v);
-  warn("arenastat: warning: ignoring ARENASTAT_TABLE_MAX='" + std::string(text.substr(0, 200)) +
-       "' (expected a whole number, 0 for no cap); keeping " + std::to_string(default_table_max) + "\n");
+  warn("arenastat: warning: ignoring ARENASTAT_TABLE_MAX=" + quoted(text) +
+       " (expected a whole number, 0 for no cap); keeping " + std::to_string(default_table_max) + "\n");
   return default_table_max;
 }
 
