@@ -102,7 +102,7 @@ TEST_CASE("options: --top needs a whole number of at least 1", "[options]") {
 TEST_CASE("options: an unknown option is named with the grammar", "[options]") {
   CHECK_THROWS_WITH(parse_report_options("--foo"),
                     "arenastat: unknown option '--foo' (expected -s=SIZE, -H, "
-                    "--sort=peak|count|name|live, --top=N, --json, --tree, --prometheus)");
+                    "--sort=peak|count|name|live, --top=N, --json, --tree, --prometheus, --html)");
   CHECK_THROWS_WITH(parse_report_options("-H --foo --json"), Contains("'--foo'"));
 }
 

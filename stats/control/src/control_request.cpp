@@ -8,10 +8,10 @@ namespace {
 constexpr std::array<command_info, 9> command_table{{
     {command::help, "help", "", "list the commands", false},
     {command::info, "info", "", "pid, program, socket and connection counters of the server", false},
-    {command::stats, "stats", "[-s=SIZE] [-H] [--sort=peak|count|name|live] [--top=N] [--json] [--tree]",
+    {command::stats, "stats", "[-s=SIZE] [-H] [--sort=peak|count|name|live] [--top=N] [--json|--tree|--html]",
      "the report of every scope and account", true},
     {command::baseline, "baseline", "", "record the current entries as the baseline for diff", false},
-    {command::diff, "diff", "[-s=SIZE] [-H] [--sort=peak|count|name|live] [--top=N] [--json]",
+    {command::diff, "diff", "[-s=SIZE] [-H] [--sort=peak|count|name|live] [--top=N] [--json|--html]",
      "every entry's change since the baseline, largest first", true},
     {command::reset, "reset", "", "reset every peak to its current value", false},
     {command::process, "process", "[-H] [--json]",

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "arenastat/html.hpp"
 #include "arenastat/size.hpp"
 #include "json_writer.hpp"
 #include "text_escape.hpp"
@@ -145,6 +146,7 @@ std::string render_diff(const std::vector<diff_entry>& diff, const report_option
   if (options.format == report_format::tree) {
     throw std::invalid_argument("--tree: the diff has no tree view (use text or --json)");
   }
+  if (options.format == report_format::html) return render_diff_html(diff, options, source);
   std::vector<const diff_entry*> listed;
   std::size_t unchanged = 0, changed = 0, added = 0, vanished = 0, below = 0;
   for (const diff_entry& d : diff) {

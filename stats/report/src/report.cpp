@@ -9,6 +9,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "arenastat/html.hpp"
 #include "arenastat/size.hpp"
 #include "arenastat/prometheus.hpp"
 #include "json_writer.hpp"
@@ -22,7 +23,7 @@ namespace arenastat {
 namespace {
 
 constexpr std::string_view grammar =
-    "-s=SIZE, -H, --sort=peak|count|name|live, --top=N, --json, --tree, --prometheus";
+    "-s=SIZE, -H, --sort=peak|count|name|live, --top=N, --json, --tree, --prometheus, --html";
 
 [[noreturn]] void bad_option(std::string_view option, std::string_view why) {
   throw std::invalid_argument("arenastat: bad option '" + std::string(option) + "': " +
@@ -63,7 +64,8 @@ sort_key parse_sort(std::string_view token, std::string_view text) {
   bad_option(token, "expected --sort=peak, --sort=count, --sort=name or --sort=live");
 }
 
-void apply_option(report_options& o, std::string_view token, bool& json, bool& tree) {
+void apply_option(report_options& o, std::string_view token, bool& json, bool& tree,
+                  bool& html) {
   if (token == "-H") {
     o.human = true;
   } else if (token == "--json") {
@@ -72,6 +74,8 @@ void apply_option(report_options& o, std::string_view token, bool& json, bool& t
     tree = true;
   } else if (token == "--prometheus") {
     o.format = report_format::prometheus;  // prometheus.cpp
+  } else if (token == "--html") {
+    html = true;
   } else if (auto v = value_of(token, "-s")) {
     if (v->empty()) bad_option(token, "expected -s=SIZE, e.g. -s=10m");
     try {
@@ -93,23 +97,29 @@ void apply_option(report_options& o, std::string_view token, bool& json, bool& t
 
 report_options parse_report_options(std::string_view options) {
   report_options o;
-  bool json = false, tree = false;
+  bool json = false, tree = false, html = false;
   std::size_t i = 0;
   while (i < options.size()) {
     if (is_space(options[i])) { ++i; continue; }
     std::size_t j = i;
     while (j < options.size() && !is_space(options[j])) ++j;
-    apply_option(o, options.substr(i, j - i), json, tree);
+    apply_option(o, options.substr(i, j - i), json, tree, html);
     i = j;
   }
   if (json && tree)
     throw std::invalid_argument(
         "arenastat: bad option '--json' with '--tree': choose one output format");
-  if (o.format == report_format::prometheus && (json || tree))
+  if (o.format == report_format::prometheus && (json || tree || html))
     throw std::invalid_argument(std::string("arenastat: bad option '--prometheus' with '") +
+                                (json ? "--json" : tree ? "--tree" : "--html") + "': choose one output format");
+  if (html && (json || tree))
+    throw std::invalid_argument(std::string("arenastat: bad option '--html' with '") +
                                 (json ? "--json" : "--tree") + "': choose one output format");
   if (o.format != report_format::prometheus)
-    o.format = json ? report_format::json : tree ? report_format::tree : report_format::text;
+    o.format = html   ? report_format::html
+               : json ? report_format::json
+               : tree ? report_format::tree
+                      : report_format::text;
   return o;
 }
 
@@ -660,11 +670,13 @@ std::string render_report(const std::vector<entry>& entries, const process_info&
   if (options.format == report_format::prometheus) {  // every entry: -s, --sort, --top do not apply
     return render_metrics(entries, proc, read_table_figures(entries), {.depth = metrics_depth_from_env()});
   }
+  if (options.format == report_format::html) return render_html(entries, proc, options);
   const selection s = select(entries, options);
   switch (options.format) {
     case report_format::json: return render_json(s, proc, options, table);
     case report_format::tree: return render_tree(s, proc, options, table);
     case report_format::text:
+    case report_format::html:
     case report_format::prometheus: break;
   }
   return render_text(s, proc, options, table);

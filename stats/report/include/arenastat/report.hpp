@@ -7,6 +7,7 @@
 //   --json    JSON, schema version 1 (docs/report.md)
 //   --tree    names split on '/' as a hierarchy with shares of parent and root
 //   --prometheus  the Prometheus text exposition of every entry (prometheus.hpp)
+//   --html    a self-contained HTML page with a map of the name tree (html.hpp)
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -19,7 +20,7 @@
 namespace arenastat {
 
 enum class sort_key { peak, count, name, live };
-enum class report_format { text, tree, json, prometheus };
+enum class report_format { text, tree, json, prometheus, html };
 
 struct report_options {
   std::uint64_t min_size = 0;

@@ -1,0 +1,461 @@
+// arenastat HTML report: an icicle of the name tree (embedded by html.cpp).
+// Reads the JSON in <script id="arenastat-data">; every name reaches the page
+// through textContent or setAttribute only, never as markup.
+(function () {
+  'use strict';
+  var t0 = performance.now();
+  var data = JSON.parse(document.getElementById('arenastat-data').textContent);
+  var diff = data.mode === 'diff';
+  var $ = function (id) { return document.getElementById(id); };
+  var ROW = 22, MIN_PX = 1, MAX_DEPTH = 40;
+
+  // ------------------------------------------------------------ formatting
+  function human(v) {
+    var neg = v < 0, b = Math.abs(v);
+    if (b < 1024) return (neg ? '-' : '') + b + 'B';
+    var units = 'KMGTPE', i = -1;
+    while (b >= 1024 && i < units.length - 1) { b /= 1024; ++i; }
+    var s = b < 10 ? b.toFixed(1) : b.toFixed(0);
+    if (s === '1024' && i < units.length - 1) { s = '1.0'; ++i; }
+    return (neg ? '-' : '') + s + units[i];
+  }
+  function bytes(v) { return v + ' B (' + human(v) + ')'; }
+  function signed(v) { return (v > 0 ? '+' : '') + v; }
+  function sbytes(v) { return signed(v) + ' B (' + (v > 0 ? '+' : '') + human(v) + ')'; }
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function fig(parent, label, value) {
+    var s = el('span');
+    s.appendChild(document.createTextNode(label + ' '));
+    s.appendChild(el('b', '', value));
+    parent.appendChild(s);
+  }
+
+  // ------------------------------------------------------------ the tree
+  var SIZES = diff
+    ? [['peak', 'peak change'], ['live', 'live change'], ['count', 'count change']]
+    : [['peak', 'peak bytes'], ['live', 'live bytes'], ['runs', 'runs']];
+  var COLORS = diff ? [['change', 'growth / shrink']] : [['kind', 'kind'], ['tag', 'dominant tag']];
+
+  function isOverflow(e) { return e.overflow === true; }
+  function groupOf(e) { return isOverflow(e) ? 'overflow' : e.kind === 'account' ? 'accounts' : 'scopes'; }
+  function entryValue(e, size) {
+    if (diff) return Math.abs(e[size].change);
+    if (size === 'peak') return e.peak_bytes;
+    if (size === 'live') return e.kind === 'account' ? Math.max(0, e.live_bytes) : 0;
+    return e.kind === 'scope' ? e.count : 0;
+  }
+
+  function node(label, path, parent) {
+    return { label: label, path: path, parent: parent, kids: [], byLabel: null, entry: null,
+             group: parent ? parent.group : '', value: 0, own: 0, change: 0, tags: null, entries: 0 };
+  }
+  var root = node('all', '', null);
+  root.byLabel = new Map();
+  var groups = {};
+  function child(n, label, path) {
+    if (!n.byLabel) n.byLabel = new Map();
+    var c = n.byLabel.get(label);
+    if (!c) { c = node(label, path, n); n.byLabel.set(label, c); n.kids.push(c); }
+    return c;
+  }
+  var entries = data.entries;
+  for (var i = 0; i < entries.length; ++i) {
+    var e = entries[i], g = groupOf(e);
+    var gn = groups[g];
+    if (!gn) { gn = groups[g] = child(root, g, ''); gn.group = g; gn.isGroup = true; }
+    var n = gn, parts = e.name.split('/'), path = '';
+    for (var p = 0; p < parts.length; ++p) {
+      if (parts[p] === '') continue;            // "a//b" and a leading '/' add no level
+      path = path ? path + '/' + parts[p] : parts[p];
+      n = child(n, parts[p], path);
+    }
+    if (n === gn) n = child(gn, e.name === '' ? '(empty name)' : e.name, e.name);
+    if (n.entry) { n.extra = (n.extra || []).concat([e]); } else { n.entry = e; }
+    e.node = n;
+  }
+
+  function tagsOf(e) { return e.at_peak || {}; }
+  // Sizes of every node for one size key; tags summed for the colouring.
+  function measure(n, size) {
+    var v = 0, ch = 0, cnt = 0;
+    var own = [n.entry].concat(n.extra || []);
+    for (var k = 0; k < own.length; ++k) {
+      if (!own[k]) continue;
+      v += entryValue(own[k], size); ++cnt;
+      if (diff) ch += own[k][size].change;
+    }
+    n.own = v;
+    for (var j = 0; j < n.kids.length; ++j) {
+      var c = n.kids[j];
+      measure(c, size);
+      v += c.value; ch += c.change; cnt += c.entries;
+    }
+    n.value = v; n.change = ch; n.entries = cnt;
+    n.kids.sort(function (a, b) { return b.value - a.value || (a.label < b.label ? -1 : 1); });
+  }
+  function tagTotals(n) {
+    if (n.tags) return n.tags;
+    var t = {};
+    var own = [n.entry].concat(n.extra || []);
+    for (var k = 0; k < own.length; ++k) {
+      if (!own[k]) continue;
+      var a = tagsOf(own[k]);
+      for (var key in a) t[key] = (t[key] || 0) + a[key];
+    }
+    for (var j = 0; j < n.kids.length; ++j) {
+      var ct = tagTotals(n.kids[j]);
+      for (var key2 in ct) t[key2] = (t[key2] || 0) + ct[key2];
+    }
+    n.tags = t;
+    return t;
+  }
+  function dominantTag(n) {
+    var t = tagTotals(n), best = '', bv = 0;
+    for (var k in t) if (t[k] > bv) { bv = t[k]; best = k; }
+    return best;
+  }
+
+  // ------------------------------------------------------------ colours
+  var tagHue = {};
+  function hueOf(tag) {
+    if (tag in tagHue) return tagHue[tag];
+    var h = 0;
+    for (var i = 0; i < tag.length; ++i) h = (h * 31 + tag.charCodeAt(i)) >>> 0;
+    return (tagHue[tag] = (h * 137) % 360);
+  }
+  var KIND_HUE = { scopes: 212, accounts: 140, overflow: 30 };
+  function colour(n, depth) {
+    var light = 58 + Math.min(depth, 6) * 4 + (n.entry ? 0 : 6);
+    if (diff) {
+      if (n.change > 0) return 'hsl(4,72%,' + light + '%)';
+      if (n.change < 0) return 'hsl(200,70%,' + light + '%)';
+      return 'hsl(0,0%,' + (light + 8) + '%)';
+    }
+    if (n.group === 'overflow') return 'hsl(30,10%,' + light + '%)';
+    if (state.color === 'tag') {
+      var t = dominantTag(n);
+      return t ? 'hsl(' + hueOf(t) + ',60%,' + light + '%)' : 'hsl(0,0%,80%)';
+    }
+    return 'hsl(' + KIND_HUE[n.group] + ',55%,' + light + '%)';
+  }
+
+  // ------------------------------------------------------------ figures of one node
+  function rowsOf(n) {
+    var rows = [], e = n.entry;
+    if (n.isGroup || n === root) {
+      rows.push(['entries', String(n.entries)]);
+    }
+    if (e && !diff) {
+      rows.push(['kind', isOverflow(e) ? e.kind + ' (overflow: entries beyond the table cap)' : e.kind]);
+      rows.push(['peak', bytes(e.peak_bytes)]);
+      var tags = e.at_peak || {};
+      for (var t in tags) rows.push(['  ' + t + ' at peak', bytes(tags[t])]);
+      if (e.kind === 'account') {
+        rows.push(['live', bytes(e.live_bytes)]);
+        var lt = e.live_by_tag || {};
+        for (var t2 in lt) rows.push(['  ' + t2 + ' live', bytes(lt[t2])]);
+        rows.push(['allocated', bytes(e.allocated_bytes)]);
+        rows.push(['allocations', String(e.allocations)]);
+        rows.push(['frees', String(e.frees)]);
+      } else {
+        rows.push(['runs', String(e.count)]);
+        rows.push(['last peak', bytes(e.last_peak_bytes)]);
+        var cs = e.counters || {};
+        for (var c in cs) rows.push(['counter ' + c, String(cs[c])]);
+        rows.push(['result (latest run)', e.result || '-']);
+        rows.push(['limit hits (oom)', String(e.oom_count)]);
+        rows.push(['errors', String(e.err_count)]);
+        rows.push(['time', e.time_s.toFixed(6) + ' s total, ' + e.last_time_s.toFixed(6) + ' s last']);
+        rows.push(['thread', String(e.thread)]);
+      }
+    } else if (e && diff) {
+      rows.push(['kind', e.kind]);
+      rows.push(['status', e.status]);
+      ['live', 'peak'].forEach(function (f) {
+        rows.push([f + ' before', bytes(e[f].before)]);
+        rows.push([f + ' after', bytes(e[f].after)]);
+        rows.push([f + ' change', sbytes(e[f].change)]);
+      });
+      ['count', 'allocations'].forEach(function (f) {
+        rows.push([f, e[f].before + ' \u2192 ' + e[f].after + ' (' + signed(e[f].change) + ')']);
+      });
+    }
+    if (n.kids.length || !e) {
+      var label = SIZES.filter(function (s) { return s[0] === state.size; })[0][1];
+      var total = state.size === 'runs' || state.size === 'count' ? String(n.value) : bytes(n.value);
+      rows.push([(e ? 'with everything below: ' : 'sum of ') + label, total]);
+      if (diff) rows.push(['net ' + label, sbytes(n.change)]);
+      rows.push(['names below', String(n.entries - (e ? 1 : 0))]);
+    }
+    return rows;
+  }
+  function fullName(n) {
+    if (n === root) return 'all';
+    if (n.isGroup) return n.label;
+    return n.entry ? n.entry.name : n.path + '/';
+  }
+  function titleOf(n) {
+    return fullName(n) + '\n' + rowsOf(n).map(function (r) { return r[0] + ': ' + r[1]; }).join('\n');
+  }
+  function showDetails(n) {
+    var box = $('details');
+    box.textContent = '';
+    box.appendChild(el('h2', '', fullName(n)));
+    var table = el('table');
+    rowsOf(n).forEach(function (r) {
+      var tr = el('tr');
+      tr.appendChild(el('td', '', r[0]));
+      tr.appendChild(el('td', '', r[1]));
+      table.appendChild(tr);
+    });
+    box.appendChild(table);
+  }
+
+  // ------------------------------------------------------------ state and hash
+  var state = { size: SIZES[0][0], color: COLORS[0][0], search: '', zoom: null, pinned: null };
+  function readHash() {
+    var h = location.hash.replace(/^#/, '');
+    h.split('&').forEach(function (kv) {
+      var i = kv.indexOf('=');
+      if (i < 0) return;
+      var k = kv.slice(0, i), v;
+      try { v = decodeURIComponent(kv.slice(i + 1).replace(/\+/g, ' ')); } catch (err) { return; }
+      if (k === 'search') state.search = v;
+      else if (k === 'size' && SIZES.some(function (s) { return s[0] === v; })) state.size = v;
+      else if (k === 'color' && COLORS.some(function (s) { return s[0] === v; })) state.color = v;
+      else if (k === 'zoom') state.zoomPath = v;
+    });
+  }
+  function findPath(path) {
+    var found = null;
+    (function walk(n) {
+      if (found) return;
+      if ((n.entry && n.entry.name === path) || (!n.isGroup && n.path === path)) { found = n; return; }
+      for (var i = 0; i < n.kids.length; ++i) walk(n.kids[i]);
+    })(root);
+    return found;
+  }
+
+  // ------------------------------------------------------------ drawing
+  var cells = [];   // drawn nodes, index = data-i
+  function draw() {
+    var chart = $('chart');
+    var width = Math.max(300, chart.clientWidth || 900);
+    var top = state.zoom || root;
+    var frag = document.createDocumentFragment();
+    cells = [];
+    var maxDepth = 0;
+    function place(n, x, w, depth) {
+      var d = el('div', 'cell');
+      d.style.left = x.toFixed(2) + 'px';
+      d.style.top = (depth * ROW) + 'px';
+      d.style.width = w.toFixed(2) + 'px';
+      d.style.background = colour(n, depth);
+      if (w < 24) d.classList.add('narrow');
+      if (n.isGroup || n === root) d.classList.add('group');
+      if (n.group === 'overflow') d.classList.add('overflow');
+      d.textContent = n === top && top !== root && !n.isGroup ? fullName(n) : n.label;
+      d.title = titleOf(n);
+      d.setAttribute('data-i', String(cells.length));
+      d.setAttribute('data-path', n.entry ? n.entry.name : n.isGroup ? '' : n.path);
+      if (n.entry) d.setAttribute('data-entry', '');
+      cells.push(n);
+      frag.appendChild(d);
+      if (depth > maxDepth) maxDepth = depth;
+      if (depth >= MAX_DEPTH || n.value <= 0) return;
+      var cx = x;
+      for (var i = 0; i < n.kids.length; ++i) {
+        var c = n.kids[i];
+        var cw = w * c.value / n.value;
+        if (cw < MIN_PX) break;                 // sorted: every later one is narrower
+        place(c, cx, cw, depth + 1);
+        cx += cw;
+      }
+    }
+    if (top.value > 0) place(top, 0, width, 0);
+    chart.textContent = '';
+    chart.style.height = ((maxDepth + 1) * ROW + 4) + 'px';
+    chart.appendChild(frag);
+    if (top.value <= 0) chart.appendChild(el('p', 'hint', 'Nothing to show for this size: every value is 0.'));
+    drawCrumbs(top);
+    applySearch();
+    document.body.setAttribute('data-cells', String(cells.length));
+  }
+  function drawCrumbs(top) {
+    var nav = $('crumbs');
+    nav.textContent = '';
+    var chain = [];
+    for (var n = top; n; n = n.parent) chain.unshift(n);
+    chain.forEach(function (c) {
+      var b = el('button', '', c === root ? 'all' : c.label);
+      b.addEventListener('click', function () { zoom(c === root ? null : c); });
+      nav.appendChild(b);
+    });
+  }
+  function zoom(n) {
+    state.zoom = n;
+    draw();
+  }
+
+  // ------------------------------------------------------------ search
+  var results = $('results'), searchStamp = 0;
+  function applySearch() {
+    var q = state.search.toLowerCase();
+    var chart = $('chart');
+    chart.classList.toggle('searching', q !== '');
+    results.textContent = '';
+    if (!q) { $('search-status').textContent = ''; return; }
+    var matches = 0, listed = 0, drawn = 0;
+    var hits = [];
+    var stamp = ++searchStamp;
+    for (var i = 0; i < entries.length; ++i) {
+      if (entries[i].name.toLowerCase().indexOf(q) >= 0) {
+        ++matches; hits.push(entries[i]);
+        for (var up = entries[i].node.parent; up && up.hitStamp !== stamp; up = up.parent) up.hitStamp = stamp;
+      }
+    }
+    var boxes = chart.children;
+    for (var j = 0; j < boxes.length; ++j) {
+      var n = cells[+boxes[j].getAttribute('data-i')];
+      if (!n) continue;
+      var name = n.entry ? n.entry.name : n.path;
+      var m = !n.isGroup && n !== root && name.toLowerCase().indexOf(q) >= 0;
+      boxes[j].classList.toggle('match', m);
+      boxes[j].classList.toggle('match-below', !m && n.hitStamp === stamp);
+      if (m) ++drawn;
+    }
+    hits.sort(function (a, b) { return entryValue(b, state.size) - entryValue(a, state.size); });
+    hits.slice(0, 50).forEach(function (e) {
+      var li = el('li', 'result', e.name);
+      li.addEventListener('click', function () { zoom(e.node.kids.length ? e.node : e.node.parent); showDetails(e.node); });
+      results.appendChild(li);
+      ++listed;
+    });
+    $('search-status').textContent = matches + (matches === 1 ? ' entry matches' : ' entries match') +
+        ' (' + drawn + ' drawn' + (matches > listed ? ', first ' + listed + ' listed' : '') + ')';
+  }
+
+  // ------------------------------------------------------------ header
+  function header() {
+    var p = data.process || {};
+    document.title = (diff ? 'arenastat diff' : 'arenastat') + ' \u2014 pid ' + data.pid;
+    $('title').textContent = diff ? 'arenastat: growth since the baseline' : 'arenastat memory map';
+    var pr = $('process');
+    fig(pr, 'pid', String(data.pid));
+    if (data.program) fig(pr, 'program', data.program);
+    if (p.rss_bytes !== undefined) {
+      fig(pr, 'VmRSS', human(p.rss_bytes));
+      fig(pr, 'VmHWM', human(p.hwm_bytes));
+      fig(pr, 'RssAnon', human(p.rss_anon_bytes));
+    }
+    if (p.jemalloc) {
+      fig(pr, 'jemalloc allocated', human(p.jemalloc.allocated_bytes));
+      fig(pr, 'active', human(p.jemalloc.active_bytes));
+      fig(pr, 'resident', human(p.jemalloc.resident_bytes));
+      fig(pr, 'mapped', human(p.jemalloc.mapped_bytes));
+    }
+    var tt = $('totals');
+    if (diff) {
+      if (data.baseline && data.baseline.time) fig(tt, 'baseline', data.baseline.time + ' (' + data.baseline.age_s.toFixed(1) + ' s ago)');
+      var T = data.total;
+      fig(tt, 'live', human(T.live.after) + ' (' + (T.live.change >= 0 ? '+' : '') + human(T.live.change) + ')');
+      fig(tt, 'peak', human(T.peak.after) + ' (' + (T.peak.change >= 0 ? '+' : '') + human(T.peak.change) + ')');
+      fig(tt, 'changed', String(data.changed));
+      fig(tt, 'new', String(data['new']));
+      fig(tt, 'vanished', String(data.vanished));
+      fig(tt, 'unchanged', String(data.unchanged));
+    } else {
+      var s = 0, sp = 0, a = 0, ap = 0, live = 0, ov = 0, oom = 0;
+      for (var i = 0; i < entries.length; ++i) {
+        var e = entries[i];
+        if (isOverflow(e)) ++ov;
+        if (e.kind === 'account') { ++a; ap += e.peak_bytes; live += e.live_bytes; }
+        else { ++s; sp += e.peak_bytes; if (e.oom_count) ++oom; }
+      }
+      fig(tt, 'entries', String(entries.length));
+      fig(tt, 'scopes', s + ', peaks sum to ' + human(sp));
+      fig(tt, 'accounts', a + ', peaks sum to ' + human(ap) + ', live ' + human(live));
+      if (oom) fig(tt, 'scopes that hit a limit', String(oom));
+      if (ov) fig($('notes'), 'overflow', ov + ' row(s) stand for entries beyond the table cap (hatched)');
+    }
+    var notes = $('notes');
+    if (data.omitted_smaller) fig(notes, 'omitted', data.omitted_smaller + ' entries below ' + human(data.options.min_size_bytes));
+    if (data.omitted_beyond_top) fig(notes, 'omitted', data.omitted_beyond_top + ' entries beyond --top=' + data.options.top);
+    if (data.omitted) fig(notes, 'omitted', data.omitted + ' entries (-s, --top)');
+  }
+  function legend() {
+    var lg = $('legend');
+    lg.textContent = '';
+    function item(text, c) { var s = el('span', '', text); s.style.setProperty('--c', c); lg.appendChild(s); }
+    if (diff) { item('grew', 'hsl(4,72%,62%)'); item('shrank', 'hsl(200,70%,62%)'); return; }
+    if (state.color === 'kind') {
+      item('scope', 'hsl(212,55%,58%)'); item('account', 'hsl(140,55%,58%)');
+      if (groups.overflow) item('overflow', 'hsl(30,10%,58%)');
+      return;
+    }
+    var all = Object.keys(tagTotals(root)).sort();
+    all.forEach(function (t) { item(t, 'hsl(' + hueOf(t) + ',60%,58%)'); });
+  }
+
+  // ------------------------------------------------------------ controls
+  function options(select, list, value) {
+    list.forEach(function (o) { var op = el('option', '', o[1]); op.value = o[0]; select.appendChild(op); });
+    select.value = value;
+  }
+  readHash();
+  header();
+  var sizeSel = $('size'), colorSel = $('color'), search = $('search');
+  options(sizeSel, SIZES, state.size);
+  options(colorSel, COLORS, state.color);
+  search.value = state.search;
+  measure(root, state.size);
+  if (state.zoomPath) state.zoom = findPath(state.zoomPath);
+  legend();
+  draw();
+
+  sizeSel.addEventListener('change', function () { state.size = sizeSel.value; measure(root, state.size); draw(); });
+  colorSel.addEventListener('change', function () { state.color = colorSel.value; legend(); draw(); });
+  var timer = 0;
+  search.addEventListener('input', function () {
+    clearTimeout(timer);
+    timer = setTimeout(function () { state.search = search.value; applySearch(); }, 120);
+  });
+  var chart = $('chart');
+  function cellOf(ev) {
+    var t = ev.target;
+    return t && t.classList && t.classList.contains('cell') ? cells[+t.getAttribute('data-i')] : null;
+  }
+  chart.addEventListener('mouseover', function (ev) {
+    var n = cellOf(ev);
+    if (n && !state.pinned) showDetails(n);
+  });
+  chart.addEventListener('click', function (ev) {
+    var n = cellOf(ev);
+    if (!n) return;
+    var top = state.zoom || root;
+    state.pinned = n;
+    showDetails(n);
+    if (n === top) zoom(top.parent && top.parent !== root ? top.parent : null);
+    else if (n.kids.length) zoom(n);
+    else ev.target.classList.add('selected');
+  });
+  window.addEventListener('hashchange', function () {
+    readHash();
+    search.value = state.search; sizeSel.value = state.size; colorSel.value = state.color;
+    measure(root, state.size);
+    if (state.zoomPath) state.zoom = findPath(state.zoomPath);
+    legend(); draw();
+  });
+  window.addEventListener('resize', function () { clearTimeout(timer); timer = setTimeout(draw, 150); });
+
+  // Measured by the browser test (docs/cli.md): script time, and time since navigation started.
+  var t1 = performance.now();
+  document.body.setAttribute('data-render-ms', (t1 - t0).toFixed(1));
+  document.body.setAttribute('data-since-navigation-ms', t1.toFixed(1));
+  document.body.setAttribute('data-ready', '1');
+})();
