@@ -7,7 +7,7 @@
   var data = JSON.parse(document.getElementById('arenastat-data').textContent);
   var diff = data.mode === 'diff';
   var $ = function (id) { return document.getElementById(id); };
-  var ROW = 22, MIN_PX = 1, MAX_DEPTH = 40;
+  var ROW = 22, MIN_PX = 3, MAX_DEPTH = 40;
 
   // ------------------------------------------------------------ formatting
   function human(v) {
@@ -121,12 +121,15 @@
   }
 
   // ------------------------------------------------------------ colours
-  var tagHue = {};
+  // Tags get well-separated hues in name order (the palette repeats past ten).
+  var PALETTE = [212, 28, 130, 0, 275, 175, 50, 320, 95, 245];
+  var tagHue = null;
   function hueOf(tag) {
-    if (tag in tagHue) return tagHue[tag];
-    var h = 0;
-    for (var i = 0; i < tag.length; ++i) h = (h * 31 + tag.charCodeAt(i)) >>> 0;
-    return (tagHue[tag] = (h * 137) % 360);
+    if (!tagHue) {
+      tagHue = {};
+      Object.keys(tagTotals(root)).sort().forEach(function (t, i) { tagHue[t] = PALETTE[i % PALETTE.length]; });
+    }
+    return tag in tagHue ? tagHue[tag] : 0;
   }
   var KIND_HUE = { scopes: 212, accounts: 140, overflow: 30 };
   function colour(n, depth) {
@@ -147,6 +150,11 @@
   // ------------------------------------------------------------ figures of one node
   function rowsOf(n) {
     var rows = [], e = n.entry;
+    if (n.rest) {
+      rows.push([n.count + ' smaller names, together', isCount() ? String(n.value) : bytes(n.value)]);
+      rows.push(['', 'click to zoom into ' + fullName(n.parent)]);
+      return rows;
+    }
     if (n.isGroup || n === root) {
       rows.push(['entries', String(n.entries)]);
     }
@@ -187,15 +195,17 @@
     }
     if (n.kids.length || !e) {
       var label = SIZES.filter(function (s) { return s[0] === state.size; })[0][1];
-      var total = state.size === 'runs' || state.size === 'count' ? String(n.value) : bytes(n.value);
+      var total = isCount() ? String(n.value) : bytes(n.value);
       rows.push([(e ? 'with everything below: ' : 'sum of ') + label, total]);
       if (diff) rows.push(['net ' + label, sbytes(n.change)]);
       rows.push(['names below', String(n.entries - (e ? 1 : 0))]);
     }
     return rows;
   }
+  function isCount() { return state.size === 'runs' || state.size === 'count'; }
   function fullName(n) {
     if (n === root) return 'all';
+    if (n.rest) return n.count + ' more below ' + fullName(n.parent);
     if (n.isGroup) return n.label;
     return n.entry ? n.entry.name : n.path + '/';
   }
@@ -272,10 +282,31 @@
       for (var i = 0; i < n.kids.length; ++i) {
         var c = n.kids[i];
         var cw = w * c.value / n.value;
-        if (cw < MIN_PX) break;                 // sorted: every later one is narrower
+        if (cw < MIN_PX) {                      // sorted: every later one is narrower
+          var rest = 0;
+          for (var k = i; k < n.kids.length; ++k) rest += n.kids[k].value;
+          var rw = w * rest / n.value;
+          if (rw >= 1 && rest > 0) placeRest(n, n.kids.length - i, rest, cx, rw, depth + 1);
+          break;
+        }
         place(c, cx, cw, depth + 1);
         cx += cw;
       }
+    }
+    // One box for the names too narrow to draw: clicking it zooms into their parent.
+    function placeRest(parent, count, value, x, w, depth) {
+      var d = el('div', 'cell rest' + (w < 24 ? ' narrow' : ''), '+' + count);
+      d.style.left = x.toFixed(2) + 'px';
+      d.style.top = (depth * ROW) + 'px';
+      d.style.width = w.toFixed(2) + 'px';
+      d.style.background = 'hsl(0,0%,86%)';
+      var pseudo = { rest: true, parent: parent, label: '+' + count, kids: [], entry: null, value: value,
+                     count: count, path: parent.path, group: parent.group };
+      d.title = titleOf(pseudo);
+      d.setAttribute('data-i', String(cells.length));
+      cells.push(pseudo);
+      frag.appendChild(d);
+      if (depth > maxDepth) maxDepth = depth;
     }
     if (top.value > 0) place(top, 0, width, 0);
     chart.textContent = '';
@@ -322,7 +353,7 @@
     var boxes = chart.children;
     for (var j = 0; j < boxes.length; ++j) {
       var n = cells[+boxes[j].getAttribute('data-i')];
-      if (!n) continue;
+      if (!n || n.rest) continue;
       var name = n.entry ? n.entry.name : n.path;
       var m = !n.isGroup && n !== root && name.toLowerCase().indexOf(q) >= 0;
       boxes[j].classList.toggle('match', m);
@@ -440,7 +471,8 @@
     var top = state.zoom || root;
     state.pinned = n;
     showDetails(n);
-    if (n === top) zoom(top.parent && top.parent !== root ? top.parent : null);
+    if (n.rest) zoom(n.parent === root ? null : n.parent);
+    else if (n === top) zoom(top.parent && top.parent !== root ? top.parent : null);
     else if (n.kids.length) zoom(n);
     else ev.target.classList.add('selected');
   });
