@@ -14,6 +14,7 @@ packages=(
   gnuplot-nox jq
   prometheus prometheus-cpp-dev curl
   heaptrack
+  chromium tmux
 )
 
 missing=()

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli.hpp"
 #include "cli_failure.hpp"
 #include "control_request.hpp"
 #include "socket_naming.hpp"
@@ -53,6 +54,9 @@ void print_usage(std::FILE* to) {
   for (const arenastat::wire::command_info& c : arenastat::wire::commands()) {
     std::fprintf(to, "  %-9s %s\n", std::string(c.name).c_str(), std::string(c.arguments).c_str());
   }
+  std::fprintf(to,
+               "  %-9s %s\n  %-9s %s\n", "html", "[-o FILE] [report options]   the --html report, to FILE or stdout",
+               "top", "[-d SECONDS] [--sort=live|peak|growth] [--batch] [-n N] [--top=N] [-H]   live view");
   std::fprintf(to,
                "The socket is <dir>/<pid>.sock, <dir> = $ARENASTAT_SOCKET_DIR or /tmp/arenastat-<uid>, <uid> the\n"
                "owner of the process; the directory and socket must belong to that uid and be closed to others.\n"
@@ -309,15 +313,26 @@ int print_body(const std::string& body) {
   return exit_ok;
 }
 
+std::string ask_target(long pid, const std::string& line, int timeout_ms);
+
 int query(const invocation& inv) {
   if (inv.words.size() < 2) {
     throw failure{exit_usage, "missing command after the pid; run 'arenastat " +
                                   (inv.words.empty() ? std::string("<pid>") : inv.words[0]) + " help'"};
   }
   const long pid = parse_pid(inv.words[0]);
-  const std::string line = request_line(inv.words);
+  const std::vector<std::string> rest(inv.words.begin() + 2, inv.words.end());
+  const ask_fn ask = [&](const std::string& line) { return ask_target(pid, line, inv.timeout_ms); };
+  if (inv.words[1] == "html") return run_html(rest, ask);  // views made by the CLI (html.cpp, top.cpp)
+  if (inv.words[1] == "top") return run_top(pid, rest, ask);
+  return print_body(ask(request_line(inv.words)));
+}
+
+// One request, under the trust rules (docs/cli.md): the body of an "ok"
+// answer; throws failure otherwise.
+std::string ask_target(long pid, const std::string& line, int timeout_ms) {
   const std::string who = "process " + std::to_string(pid);
-  const auto deadline = clock_type::now() + std::chrono::milliseconds(inv.timeout_ms);
+  const auto deadline = clock_type::now() + std::chrono::milliseconds(timeout_ms);
   const std::optional<uid_t> uid = naming::process_uid(pid);
   if (!uid || naming::process_gone(pid)) {
     if (!naming::process_gone(pid)) {
@@ -331,7 +346,7 @@ int query(const invocation& inv) {
   const std::string dir_path = naming::socket_dir(*uid);
   const std::string name = naming::socket_name(pid);
   std::optional<trusted_dir> dir = trusted_dir::open(dir_path, owner);
-  if (!dir || !check_socket(*dir, name, owner)) dir = wait_for_socket(pid, dir_path, owner, inv.timeout_ms);
+  if (!dir || !check_socket(*dir, name, owner)) dir = wait_for_socket(pid, dir_path, owner, timeout_ms);
 
   const int fd = connect_in(*dir, name, pid);
   struct closer {
@@ -339,19 +354,18 @@ int query(const invocation& inv) {
     ~closer() { ::close(fd); }
   } guard{fd};
   check_peer(fd, dir->file(name), pid, owner);
-  const std::string answer = exchange(fd, pid, line, inv.timeout_ms, deadline);
+  const std::string answer = exchange(fd, pid, line, timeout_ms, deadline);
 
   const std::size_t eol = answer.find('\n');
   const std::string status = answer.substr(0, eol);
-  if (status == "ok") return print_body(eol == std::string::npos ? std::string() : answer.substr(eol + 1));
+  if (status == "ok") return eol == std::string::npos ? std::string() : answer.substr(eol + 1);
   if (status.starts_with("error server busy: ")) {
     throw failure{exit_busy, who + " is busy: " + status.substr(19)};
   }
   if (status.starts_with("error")) {
     std::string message = status.size() > 6 ? status.substr(6) : std::string("(no message)");
     if (message.starts_with("arenastat: ")) message.erase(0, 11);  // the pid prefix says who spoke
-    note(std::to_string(pid) + ": " + message.substr(0, arenastat::wire::max_request_bytes));
-    return exit_target_error;
+    throw failure{exit_target_error, std::to_string(pid) + ": " + message.substr(0, arenastat::wire::max_request_bytes)};
   }
   throw failure{exit_refused, who + " answered something that is not an arenastat status line: '" +
                                   status.substr(0, 80) + "'"};

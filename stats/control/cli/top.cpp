@@ -1,0 +1,470 @@
+// `arenastat <pid> top`: a live terminal view of one process, like top(1).
+//
+// Every refresh is one `stats --json --sort=KEY --top=N` request (N = the rows
+// that fit), so it costs the target what `stats --top` costs. Growth per second
+// is each entry's size (an account's live bytes, a scope's peak) against the
+// previous refresh. On a terminal: alternate screen, raw keys (q quit, s sort,
+// p pause), SIGWINCH re-layout, terminal restored on exit, error and Ctrl-C.
+// When stdout is not a terminal (or --batch): plain snapshots, -n N of them.
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace arenastat::cli {
+namespace {
+
+enum class order { live, peak, growth };
+
+const char* order_name(order o) {
+  switch (o) {
+    case order::live: return "live";
+    case order::peak: return "peak";
+    case order::growth: return "growth";
+  }
+  return "live";
+}
+
+struct top_options {
+  double delay_s = 1.0;
+  order sort = order::live;
+  bool batch = false;
+  std::optional<long> iterations;  // -n
+  std::optional<long> rows;        // --top
+  bool human = false;              // batch: sizes as 1.5M (the terminal view always)
+};
+
+long parse_count(const std::string& what, const std::string& text, long max) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || v < 1 || v > max)
+    throw failure{exit_usage, "top: " + what + " " + text + ": expected a whole number from 1 to " + std::to_string(max)};
+  return v;
+}
+
+top_options parse_top_options(const std::vector<std::string>& args) {
+  top_options o;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const std::string& flag) -> std::string {
+      if (a.size() > flag.size() && a.compare(0, flag.size(), flag) == 0)
+        return a.substr(flag.size() + (a[flag.size()] == '=' ? 1 : 0));
+      if (i + 1 == args.size()) throw failure{exit_usage, "top: " + flag + " needs a value"};
+      return args[++i];
+    };
+    if (a == "--batch" || a == "-b") {
+      o.batch = true;
+    } else if (a == "-H") {
+      o.human = true;
+    } else if (a.rfind("-d", 0) == 0) {
+      const std::string v = value("-d");
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(d >= 0.1 && d <= 3600))
+        throw failure{exit_usage, "top: -d " + v + ": expected seconds from 0.1 to 3600"};
+      o.delay_s = d;
+    } else if (a.rfind("-n", 0) == 0) {
+      o.iterations = parse_count("-n", value("-n"), 1000000000L);
+    } else if (a.rfind("--top=", 0) == 0) {
+      o.rows = parse_count("--top", a.substr(6), 100000);
+    } else if (a.rfind("--sort=", 0) == 0) {
+      const std::string v = a.substr(7);
+      if (v == "live") o.sort = order::live;
+      else if (v == "peak") o.sort = order::peak;
+      else if (v == "growth") o.sort = order::growth;
+      else throw failure{exit_usage, "top: --sort=" + v + ": expected live, peak or growth"};
+    } else {
+      throw failure{exit_usage, "top: unknown option '" + a +
+                                    "' (expected -d SECONDS, --sort=live|peak|growth, --batch, -n N, --top=N, -H)"};
+    }
+  }
+  return o;
+}
+
+// ------------------------------------------------------------------ data
+
+struct row {
+  std::string name;
+  bool account = false;
+  std::int64_t live = 0;
+  std::uint64_t peak = 0;
+  std::uint64_t runs = 0;
+  std::uint64_t limit_hits = 0;
+  std::optional<double> growth;  // bytes per second since the previous refresh
+  std::int64_t size() const { return account ? live : static_cast<std::int64_t>(peak); }
+  std::string key() const { return (account ? "a:" : "s:") + name; }
+};
+
+struct frame {
+  long pid = 0;
+  std::uint64_t rss = 0, hwm = 0, anon = 0;
+  std::size_t total_entries = 0;
+  std::vector<row> rows;
+  std::string time;  // local wall-clock time of the refresh
+};
+
+std::uint64_t u64(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<std::uint64_t>() : 0;
+}
+
+std::string now_text() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  return buf;
+}
+
+class sampler {
+ public:
+  sampler(const ask_fn& ask) : ask_(ask) {}
+
+  // One refresh: `rows` entries for the order (growth: ranked among a wider fetch by live).
+  frame sample(order sort, std::size_t rows) {
+    const std::size_t fetch = sort == order::growth ? std::max<std::size_t>(rows * 4, 100) : rows;
+    const std::string line = std::string("stats --json --sort=") + (sort == order::peak ? "peak" : "live") +
+                             " --top=" + std::to_string(std::max<std::size_t>(fetch, 1));
+    const std::string body = ask_(line);
+    const auto when = std::chrono::steady_clock::now();
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(body);
+    } catch (const std::exception& e) {
+      throw failure{exit_unreachable, std::string("top: the target's stats --json is not JSON: ") + e.what()};
+    }
+    frame f;
+    f.pid = j.value("pid", 0L);
+    const nlohmann::json& p = j.at("process");
+    f.rss = u64(p, "rss_bytes");
+    f.hwm = u64(p, "hwm_bytes");
+    f.anon = u64(p, "rss_anon_bytes");
+    f.time = now_text();
+    f.total_entries = j.at("entries").size() + u64(j, "omitted_beyond_top") + u64(j, "omitted_smaller");
+    std::map<std::string, std::pair<std::int64_t, std::chrono::steady_clock::time_point>> seen;
+    for (const nlohmann::json& e : j.at("entries")) {
+      row r;
+      r.name = e.at("name").get<std::string>();
+      r.account = e.at("kind") == "account";
+      r.peak = u64(e, "peak_bytes");
+      if (r.account) {
+        r.live = e.value("live_bytes", std::int64_t{0});
+      } else {
+        r.runs = u64(e, "count");
+        r.limit_hits = u64(e, "oom_count");
+      }
+      const auto before = previous_.find(r.key());
+      if (before != previous_.end()) {
+        const double dt = std::chrono::duration<double>(when - before->second.second).count();
+        if (dt > 0) r.growth = static_cast<double>(r.size() - before->second.first) / dt;
+      }
+      seen[r.key()] = {r.size(), when};
+      f.rows.push_back(std::move(r));
+    }
+    // Entries not fetched this time keep their last value (a sort change must not lose them).
+    for (auto& [k, v] : seen) previous_[k] = v;
+    if (sort == order::growth) {
+      std::stable_sort(f.rows.begin(), f.rows.end(), [](const row& a, const row& b) {
+        const double ga = a.growth.value_or(0), gb = b.growth.value_or(0);
+        if (ga != gb) return ga > gb;
+        return a.size() > b.size();
+      });
+    }
+    if (f.rows.size() > rows) f.rows.resize(rows);
+    return f;
+  }
+
+ private:
+  const ask_fn& ask_;
+  std::map<std::string, std::pair<std::int64_t, std::chrono::steady_clock::time_point>> previous_;
+};
+
+// ------------------------------------------------------------------ formatting
+
+std::string human(double v) {
+  const bool neg = v < 0;
+  double b = std::fabs(v);
+  char buf[32];
+  if (b < 1024) {
+    std::snprintf(buf, sizeof buf, "%s%.0fB", neg ? "-" : "", b);
+    return buf;
+  }
+  const char* units = "KMGTPE";
+  int i = -1;
+  while (b >= 1024 && i < 5) {
+    b /= 1024;
+    ++i;
+  }
+  if (b < 9.95) std::snprintf(buf, sizeof buf, "%s%.1f%c", neg ? "-" : "", b, units[i]);
+  else std::snprintf(buf, sizeof buf, "%s%.0f%c", neg ? "-" : "", b, units[i]);
+  return buf;
+}
+
+std::string bytes_cell(double v, bool h) {
+  if (h) return human(v);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+std::string growth_cell(const row& r, bool h) {
+  if (!r.growth) return "-";
+  const double g = *r.growth;
+  if (std::fabs(g) < 0.5) return "0";
+  return (g > 0 ? "+" : "") + bytes_cell(g, h);
+}
+
+std::string pad_left(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+std::string pad_right(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+
+constexpr const char* column_header = "     LIVE      PEAK   GROWTH/s   RUNS L KIND    ";
+
+// The fixed columns of a row (48 characters, then the bar and the name).
+std::string columns(const row& r, bool h) {
+  return pad_left(r.account ? bytes_cell(static_cast<double>(r.live), h) : "-", 9) + " " +
+         pad_left(bytes_cell(static_cast<double>(r.peak), h), 9) + " " + pad_left(growth_cell(r, h), 10) + " " +
+         pad_left(r.account ? "-" : std::to_string(r.runs), 6) + " " + (r.limit_hits ? "!" : " ") + " " +
+         pad_right(r.account ? "account" : "scope", 7) + " ";
+}
+
+double sort_figure(const row& r, order o) {
+  switch (o) {
+    case order::live: return static_cast<double>(r.account ? r.live : 0);
+    case order::peak: return static_cast<double>(r.peak);
+    case order::growth: return std::fabs(r.growth.value_or(0));
+  }
+  return 0;
+}
+
+std::string process_line(const frame& f, bool h) {
+  return "VmRSS " + bytes_cell(static_cast<double>(f.rss), h) + "  VmHWM " + bytes_cell(static_cast<double>(f.hwm), h) +
+         "  RssAnon " + bytes_cell(static_cast<double>(f.anon), h) + "  entries " + std::to_string(f.total_entries);
+}
+
+std::string program_of(long pid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/comm").c_str(), "r");
+  if (f == nullptr) return "?";
+  char buf[64] = {};
+  const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
+  std::fclose(f);
+  std::string s = got ? buf : "?";
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+// ------------------------------------------------------------------ batch
+
+int run_batch(long pid, const top_options& o, sampler& s) {
+  const std::size_t rows = static_cast<std::size_t>(o.rows.value_or(20));
+  const std::string program = program_of(pid);
+  for (long i = 0; !o.iterations || i < *o.iterations; ++i) {
+    if (i > 0) ::usleep(static_cast<useconds_t>(o.delay_s * 1e6));
+    const frame f = s.sample(o.sort, rows);
+    std::string out = "arenastat top: pid " + std::to_string(pid) + " " + program + "  " + f.time + "  sort " +
+                      order_name(o.sort) + "\n" + process_line(f, o.human) + "\n" + column_header + "NAME\n";
+    for (const row& r : f.rows) out += columns(r, o.human) + r.name + "\n";
+    out += "\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+  }
+  return exit_ok;
+}
+
+// ------------------------------------------------------------------ terminal
+
+volatile sig_atomic_t got_winch = 0;
+volatile sig_atomic_t got_stop = 0;
+int wake_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  if (sig == SIGWINCH) got_winch = 1;
+  else got_stop = 1;
+  const int saved = errno;
+  if (wake_pipe[1] >= 0) [[maybe_unused]] const ssize_t n = ::write(wake_pipe[1], "x", 1);
+  errno = saved;
+}
+
+// Raw keys, alternate screen, hidden cursor, signal handlers; all undone by the destructor.
+class terminal {
+ public:
+  terminal() {
+    if (::tcgetattr(STDIN_FILENO, &saved_) == 0) {
+      termios raw = saved_;
+      raw.c_lflag &= static_cast<tcflag_t>(~(ICANON | ECHO));
+      raw.c_cc[VMIN] = 0;
+      raw.c_cc[VTIME] = 0;
+      restore_attr_ = ::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+    }
+    if (::pipe(wake_pipe) != 0) wake_pipe[0] = wake_pipe[1] = -1;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGWINCH}) ::sigaction(sig, &sa, &old_[sig]);
+    put("\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J");
+  }
+  ~terminal() {
+    put("\x1b[0m\x1b[?25h\x1b[?1049l");
+    if (restore_attr_) ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGWINCH}) ::sigaction(sig, &old_[sig], nullptr);
+    if (wake_pipe[0] >= 0) {
+      ::close(wake_pipe[0]);
+      ::close(wake_pipe[1]);
+      wake_pipe[0] = wake_pipe[1] = -1;
+    }
+  }
+  terminal(const terminal&) = delete;
+  terminal& operator=(const terminal&) = delete;
+
+  static void put(const std::string& s) {
+    std::size_t done = 0;
+    while (done < s.size()) {
+      const ssize_t n = ::write(STDOUT_FILENO, s.data() + done, s.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  static std::pair<int, int> size() {
+    winsize ws{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0) return {ws.ws_col, ws.ws_row};
+    return {80, 24};
+  }
+
+ private:
+  termios saved_{};
+  bool restore_attr_ = false;
+  struct sigaction old_[NSIG] {};
+};
+
+// Cuts a line to `width` display columns (names are treated as one column per byte,
+// except UTF-8 continuation bytes).
+std::string fit(const std::string& s, int width) {
+  std::string out;
+  int cols = 0;
+  for (const char c : s) {
+    const bool continuation = (static_cast<unsigned char>(c) & 0xC0) == 0x80;
+    if (!continuation && cols == width) break;
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      out += '?';
+    } else {
+      out += c;
+    }
+    if (!continuation) ++cols;
+  }
+  return out;
+}
+
+std::string screen(long pid, const std::string& program, const top_options& o, order sort, bool paused,
+                   const frame& f, int width, int height) {
+  std::vector<std::string> lines;
+  char delay[32];
+  std::snprintf(delay, sizeof delay, "%g", o.delay_s);
+  lines.push_back(fit("arenastat top - pid " + std::to_string(pid) + " " + program + "  " + f.time + "  every " +
+                          delay + " s  sort " + order_name(sort) + (paused ? "  [paused]" : ""),
+                      width));
+  lines.push_back(fit(process_line(f, true), width));
+  lines.push_back(fit("keys: q quit  s sort (live, peak, growth)  p pause    L: ! = hit its memory limit", width));
+  const int fixed = 48;
+  const int bar_width = width >= fixed + 30 ? std::min(30, (width - fixed) / 3) : 0;
+  std::string head = std::string(column_header) + (bar_width ? std::string(static_cast<std::size_t>(bar_width), ' ') + " " : "") + "NAME";
+  lines.push_back("\x1b[7m" + pad_right(fit(head, width), static_cast<std::size_t>(width)) + "\x1b[0m");
+  double largest = 0;
+  for (const row& r : f.rows) largest = std::max(largest, sort_figure(r, sort));
+  for (const row& r : f.rows) {
+    if (static_cast<int>(lines.size()) >= height) break;
+    std::string line = columns(r, true);
+    if (bar_width) {
+      const int n = largest > 0 ? static_cast<int>(std::lround(bar_width * sort_figure(r, sort) / largest)) : 0;
+      line += std::string(static_cast<std::size_t>(n), '#') + std::string(static_cast<std::size_t>(bar_width - n), ' ') + " ";
+    }
+    line += r.name;
+    std::string shown = fit(line, width);
+    if (r.limit_hits) {  // the mark in red
+      const std::size_t at = 47;  // the L column
+      if (shown.size() > at && shown[at] == '!') shown = shown.substr(0, at) + "\x1b[31;1m!\x1b[0m" + shown.substr(at + 1);
+    }
+    lines.push_back(shown);
+  }
+  std::string out = "\x1b[H";
+  for (std::size_t i = 0; i < lines.size(); ++i) out += lines[i] + (i + 1 < lines.size() ? "\x1b[K\r\n" : "\x1b[K");
+  out += "\x1b[J";  // clears what a taller previous frame left
+  return out;
+}
+
+int run_terminal(long pid, const top_options& o, sampler& s) {
+  terminal term;
+  const std::string program = program_of(pid);
+  order sort = o.sort;
+  bool paused = false;
+  frame last;
+  bool have = false;
+  auto next = std::chrono::steady_clock::now();
+  bool force = false;  // fetch now even when paused (the sort changed)
+  for (;;) {
+    auto [width, height] = terminal::size();
+    const std::size_t rows = static_cast<std::size_t>(std::max(1, height - 4));
+    if (force || (!paused && std::chrono::steady_clock::now() >= next)) {
+      force = false;
+      last = s.sample(sort, o.rows ? std::min<std::size_t>(rows, static_cast<std::size_t>(*o.rows)) : rows);
+      have = true;
+      next = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<long>(o.delay_s * 1e6));
+    }
+    if (have) terminal::put(screen(pid, program, o, sort, paused, last, width, height));
+    // Wait for a key, a signal or the next refresh.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - std::chrono::steady_clock::now()).count();
+    pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+    const int r = ::poll(fds, 2, paused ? -1 : static_cast<int>(std::max<long long>(left, 0)));
+    if (got_stop) return exit_ok;
+    if (r > 0 && (fds[1].revents & POLLIN)) {
+      char drain[64];
+      [[maybe_unused]] const ssize_t n = ::read(wake_pipe[0], drain, sizeof drain);
+    }
+    got_winch = 0;
+    if (r > 0 && (fds[0].revents & (POLLIN | POLLHUP))) {
+      char keys[64];
+      const ssize_t n = ::read(STDIN_FILENO, keys, sizeof keys);
+      if (n == 0 && (fds[0].revents & POLLHUP)) return exit_ok;  // the terminal went away
+      for (ssize_t i = 0; i < n; ++i) {
+        const char k = keys[i];
+        if (k == 'q' || k == 'Q') return exit_ok;
+        if (k == 's' || k == 'S') {
+          sort = sort == order::live ? order::peak : sort == order::peak ? order::growth : order::live;
+          force = true;  // refetch in the new order now
+        }
+        if (k == 'p' || k == 'P') {
+          paused = !paused;
+          if (!paused) next = std::chrono::steady_clock::now();
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int run_top(long pid, const std::vector<std::string>& args, const ask_fn& ask) {
+  top_options o = parse_top_options(args);
+  if (!o.batch && (!::isatty(STDOUT_FILENO) || !::isatty(STDIN_FILENO))) o.batch = true;
+  sampler s(ask);
+  if (o.batch) return run_batch(pid, o, s);
+  return run_terminal(pid, o, s);
+}
+
+}  // namespace arenastat::cli

@@ -1,0 +1,98 @@
+// `arenastat <pid> top` when stdout is not a terminal: plain snapshots (like
+// top -b), exact rows; and `arenastat <pid> html`. The terminal view: tests/tmux.
+#include <catch2/catch.hpp>
+
+#include "harness.hpp"
+
+using namespace control_test;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> v;
+  std::size_t at = 0;
+  while (at < s.size()) {
+    const std::size_t nl = s.find('\n', at);
+    v.push_back(s.substr(at, nl - at));
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("top --batch: exact rows by live, then by peak, growth per second", "[cli][top]") {
+  temp_dir dir;
+  target app(dir.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", dir.path()}};
+
+  const cli_result live = run_cli({app.pid_text(), "top", "--batch", "-n", "1"}, env);
+  REQUIRE(live.status == 0);
+  const auto l = lines_of(live.out);
+  REQUIRE(l.size() >= 6);
+  CHECK(l[0].starts_with("arenastat top: pid " + app.pid_text() + " control_target  "));
+  CHECK(l[0].ends_with("  sort live"));
+  CHECK(l[1].starts_with("VmRSS "));
+  CHECK(l[1].ends_with("  entries 3"));
+  CHECK(l[2] == "     LIVE      PEAK   GROWTH/s   RUNS L KIND    NAME");
+  CHECK(l[3] == "    10000     10000          -      -   account cache/items");
+  CHECK(l[4] == "        0      3000          -      -   account scratch");
+  CHECK(l[5] == "        -      3000          -      1   scope   task/parse");
+
+  // Not a terminal: batch without --batch; --sort=peak and --top.
+  const cli_result peak = run_cli({app.pid_text(), "top", "--sort=peak", "--top=2", "-n", "1", "-H"}, env);
+  REQUIRE(peak.status == 0);
+  const auto p = lines_of(peak.out);
+  REQUIRE(p.size() >= 6);
+  CHECK(p[0].ends_with("  sort peak"));
+  CHECK(p[3] == "     9.8K      9.8K          -      -   account cache/items");
+  CHECK(p[4] == "       0B      2.9K          -      -   account scratch");
+  CHECK(p[5].empty());  // two rows, then the blank line between snapshots
+
+  // Two snapshots 1 s apart while the account grows by 5000 bytes: growth per second.
+  spawned cli = spawn(cli_path, {app.pid_text(), "top", "-n", "2", "-d", "1", "--top=1"}, env);
+  const std::string first = read_line(cli.out);
+  CHECK(first.starts_with("arenastat top: pid"));
+  for (int i = 0; i < 4; ++i) read_line(cli.out);  // process, header, row, blank
+  REQUIRE(app.command("grow 5") == "done");
+  const std::string rest = read_all(cli.out);
+  CHECK(wait_exit(cli.pid) == 0);
+  ::close(cli.in);
+  ::close(cli.out);
+  ::close(cli.err);
+  const auto r = lines_of(rest);
+  REQUIRE(r.size() >= 4);
+  INFO(rest);
+  CHECK(r[3].starts_with("    15000     15000 "));
+  const std::string growth = r[3].substr(20, 10);  // about +5000 per second
+  CHECK(growth.find_first_not_of(' ') == growth.find('+'));
+  CHECK(r[3].ends_with(" -   account cache/items"));
+  const cli_result bad = run_cli({app.pid_text(), "top", "--sort=sideways"}, env);
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("top: --sort=sideways: expected live, peak or growth") != std::string::npos);
+}
+
+TEST_CASE("html: the CLI writes the target's --html page to -o FILE or stdout", "[cli][html]") {
+  temp_dir dir;
+  target app(dir.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", dir.path()}};
+  const std::string file = dir.file("report.html");
+  const cli_result to_file = run_cli({app.pid_text(), "html", "-o", file, "-s=1k"}, env);
+  REQUIRE(to_file.status == 0);
+  CHECK(to_file.out == file + "\n");
+  const cli_result to_stdout = run_cli({app.pid_text(), "html"}, env);
+  REQUIRE(to_stdout.status == 0);
+  CHECK(to_stdout.out.starts_with("<!DOCTYPE html>"));
+  CHECK(to_stdout.out.find("\"name\":\"cache/items\"") != std::string::npos);
+  const cli_result both = run_cli({app.pid_text(), "html", "--json"}, env);
+  CHECK(both.status == 1);
+  CHECK(both.err.find("bad option '--html' with '--json'") != std::string::npos);
+  // diff --html: growth since the baseline.
+  REQUIRE(run_cli({app.pid_text(), "baseline"}, env).status == 0);
+  REQUIRE(app.command("grow 3") == "done");
+  const cli_result d = run_cli({app.pid_text(), "diff", "--html"}, env);
+  REQUIRE(d.status == 0);
+  CHECK(d.out.find("\"mode\":\"diff\"") != std::string::npos);
+  CHECK(d.out.find("\"live\":{\"before\":10000,\"after\":13000,\"change\":3000}") != std::string::npos);
+}

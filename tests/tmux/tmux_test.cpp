@@ -1,0 +1,159 @@
+// `arenastat <pid> top` in a real terminal: a private tmux server runs a shell,
+// the test types the command (send-keys) and reads the screen (capture-pane).
+// Without tmux these tests FAIL (scripts/setup.sh installs it). Label: tmux.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+using namespace control_test;
+
+namespace {
+
+std::string sh(const std::string& command) {
+  std::string out;
+  FILE* f = ::popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(f != nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  ::pclose(f);
+  return out;
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// A tmux server of our own (-L) with one 120x24 window running a plain bash.
+class tmux_session {
+ public:
+  tmux_session() : server_("arenastat-test-" + std::to_string(::getpid())) {
+    INFO("tmux is missing: install it with scripts/setup.sh (Debian package 'tmux')");
+    REQUIRE(::access("/usr/bin/tmux", X_OK) == 0);
+    sh(tmux() + " new-session -d -s top -x 120 -y 24 'env PS1=\"ready$ \" TERM=xterm-256color bash --norc --noprofile'");
+    REQUIRE(wait_for([](const std::string& s) { return s.find("ready$") != std::string::npos; }));
+  }
+  ~tmux_session() { sh(tmux() + " kill-server"); }
+
+  std::string tmux() const { return "tmux -L " + server_; }
+  void keys(const std::string& literal) { sh(tmux() + " send-keys -t top -l " + quote(literal)); }
+  void key(const std::string& name) { sh(tmux() + " send-keys -t top " + name); }
+  std::string screen() { return sh(tmux() + " capture-pane -p -t top"); }
+
+  // Polls the screen until `ok` holds (10 s at most).
+  bool wait_for(const std::function<bool(const std::string&)>& ok) {
+    for (int i = 0; i < 200; ++i) {
+      if (ok(screen())) return true;
+      ::usleep(50000);
+    }
+    return false;
+  }
+
+ private:
+  std::string server_;
+};
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+
+// The name column of the first entry row under the column header ("" if none).
+std::string first_entry(const std::string& screen) {
+  const auto lines = lines_of(screen);
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+    if (lines[i].find("GROWTH/s") == std::string::npos) continue;
+    const std::string& row = lines[i + 1];
+    const auto at = row.find_last_of(' ');
+    return at == std::string::npos ? row : row.substr(at + 1);
+  }
+  return {};
+}
+
+bool terminal_is_sane(tmux_session& t, const std::string& marker) {
+  t.keys("stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' ' '; echo " + marker);
+  t.key("Enter");
+  return t.wait_for([&](const std::string& s) { return s.find("icanon echo " + marker) != std::string::npos; });
+}
+
+}  // namespace
+
+TEST_CASE("top: the live view shows the top entry, s changes the order, q and Ctrl-C restore the shell", "[tmux]") {
+  temp_dir dir;
+  target app(dir.path());
+  REQUIRE(app.command("scope big/job 50000") == "done");  // largest peak; cache/items largest live
+  tmux_session t;
+  const std::string run = "ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3";
+  t.keys(run);
+  t.key("Enter");
+
+  // Sorted by live bytes: the account cache/items (10000 live bytes) comes first.
+  INFO(t.screen());
+  REQUIRE(t.wait_for([](const std::string& s) {
+    return s.find("sort live") != std::string::npos && first_entry(s) == "cache/items";
+  }));
+  const std::string live_screen = t.screen();
+  CHECK(live_screen.find("arenastat top - pid " + app.pid_text()) != std::string::npos);
+  CHECK(live_screen.find("VmRSS") != std::string::npos);
+  CHECK(live_screen.find("big/job") != std::string::npos);
+
+  // s: by peak, the scope big/job (peak 50000) comes first.
+  t.keys("s");
+  INFO(t.screen());
+  CHECK(t.wait_for([](const std::string& s) {
+    return s.find("sort peak") != std::string::npos && first_entry(s) == "big/job";
+  }));
+  // s again: growth; p pauses.
+  t.keys("s");
+  CHECK(t.wait_for([](const std::string& s) { return s.find("sort growth") != std::string::npos; }));
+  t.keys("p");
+  CHECK(t.wait_for([](const std::string& s) { return s.find("[paused]") != std::string::npos; }));
+
+  // q: the shell is back, its terminal settings intact.
+  t.keys("q");
+  CHECK(t.wait_for([](const std::string& s) { return s.find("GROWTH/s") == std::string::npos; }));
+  CHECK(terminal_is_sane(t, "after-q"));
+
+  // Ctrl-C does the same.
+  t.keys(run);
+  t.key("Enter");
+  REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
+  t.key("C-c");
+  CHECK(t.wait_for([](const std::string& s) { return s.find("GROWTH/s") == std::string::npos; }));
+  CHECK(terminal_is_sane(t, "after-ctrl-c"));
+}
+
+TEST_CASE("top: SIGWINCH to a narrow short terminal re-lays it out with fewer rows and no bar", "[tmux]") {
+  temp_dir dir;
+  target app(dir.path());
+  REQUIRE(app.command("entries 40") == "done");
+  tmux_session t;
+  t.keys("ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3");
+  t.key("Enter");
+  REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
+  CHECK(t.screen().find("###") != std::string::npos);  // 120 columns: bars
+  sh(t.tmux() + " resize-window -t top -x 70 -y 12");
+  INFO(t.screen());
+  CHECK(t.wait_for([](const std::string& s) {
+    const auto lines = lines_of(s);
+    std::size_t longest = 0, filled = 0;
+    for (const auto& l : lines) {
+      longest = std::max(longest, l.size());
+      if (!l.empty()) ++filled;
+    }
+    return s.find("###") == std::string::npos && longest <= 70 && filled == 12 && first_entry(s) == "cache/items";
+  }));
+  t.keys("q");
+  CHECK(terminal_is_sane(t, "after-resize"));
+}
