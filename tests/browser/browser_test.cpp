@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "arenastat/diff.hpp"
 #include "arenastat/html.hpp"
 #include "arenastat/report.hpp"
 
@@ -42,7 +43,7 @@ void write_file(const std::string& path, const std::string& text) {
 // Output of a shell command (stderr dropped).
 std::string run(const std::string& command) {
   std::string out;
-  FILE* f = ::popen((command + " 2>/dev/null").c_str(), "r");
+  FILE* f = ::popen(("{ " + command + "; } 2>/dev/null").c_str(), "r");
   REQUIRE(f != nullptr);
   char buf[65536];
   std::size_t n;
@@ -56,9 +57,11 @@ std::string browser_command(const std::string& what) {
   INFO("chromium is missing: install it with scripts/setup.sh (Debian package 'chromium')");
   REQUIRE(!exe.empty());
   ::mkdir(artifacts.c_str(), 0755);
-  // A profile of our own: other chromium processes on the machine do not interfere.
-  return "timeout 120 " + exe + " --headless=new --no-sandbox --disable-gpu --no-first-run " +
-         "--user-data-dir=" + artifacts + "/profile " + what;
+  // A fresh profile per run: other chromium processes (parallel tests, other
+  // users of the machine) would otherwise hold its lock and take the request.
+  return "p=$(mktemp -d /tmp/arenastat-chromium-XXXXXX); timeout 120 " + exe +
+         " --headless=new --no-sandbox --disable-gpu --no-first-run --user-data-dir=$p " + what +
+         "; rm -rf $p";
 }
 
 // The DOM after the page's script ran. With a virtual-time budget, timers
@@ -190,7 +193,7 @@ TEST_CASE("page: 10,000 entries render in under a second", "[browser]") {
     arenastat::entry e;
     e.name = "service" + std::to_string(i % 8) + "/module" + std::to_string(i % 97) + "/function" + std::to_string(i);
     e.kind = i % 10 == 0 ? arenastat::entry_kind::account : arenastat::entry_kind::scope;
-    e.peak_bytes = 1000 + static_cast<std::uint64_t>(i) * 37 % 100000;
+    e.peak_bytes = 1000 + 400000000 / static_cast<std::uint64_t>(1 + (i * 7919) % 10000);  // Zipf-like: many boxes wide enough to draw
     e.at_peak = {{"node", static_cast<std::int64_t>(e.peak_bytes / 2)},
                  {"resource", static_cast<std::int64_t>(e.peak_bytes - e.peak_bytes / 2)}};
     e.count = 1 + static_cast<std::uint64_t>(i % 5);
@@ -220,4 +223,36 @@ TEST_CASE("page: 10,000 entries render in under a second", "[browser]") {
   CHECK(best_total < 1000);
   screenshot(page, "", artifacts + "/entries-10000.png");
   (void)best_script;
+}
+
+TEST_CASE("page: a diff page draws growth and shrinkage in two colours", "[browser]") {
+  ::mkdir(artifacts.c_str(), 0755);
+  auto account = [](std::string name, std::int64_t live) {
+    arenastat::entry e;
+    e.name = std::move(name);
+    e.kind = arenastat::entry_kind::account;
+    e.live_bytes = live;
+    e.peak_bytes = static_cast<std::uint64_t>(live);
+    return e;
+  };
+  const std::vector<arenastat::entry> before{account("cache/grows", 1000), account("cache/shrinks", 9000),
+                                             account("steady", 500)};
+  const std::vector<arenastat::entry> after{account("cache/grows", 51000), account("cache/shrinks", 4000),
+                                            account("steady", 500)};
+  const std::string page = artifacts + "/diff.html";
+  write_file(page, arenastat::render_diff(arenastat::diff_entries(before, after),
+                                          arenastat::parse_report_options("--html"), {"2026-01-01 00:00:00 UTC", 2}));
+  const std::string dom = dump_dom(page, "#size=live");
+  write_file(artifacts + "/diff.dom.html", dom);
+  REQUIRE(dom.find("data-ready=\"1\"") != std::string::npos);
+  const std::string grows = tag_with(dom, "data-path=\"cache/grows\"");
+  const std::string shrinks = tag_with(dom, "data-path=\"cache/shrinks\"");
+  INFO(grows << "\n" << shrinks);
+  CHECK(grows.find(" grew") != std::string::npos);
+  CHECK(grows.find("live change: +50000 B") != std::string::npos);
+  CHECK(shrinks.find(" shrank") != std::string::npos);
+  CHECK(shrinks.find("live change: -5000 B") != std::string::npos);
+  CHECK(tag_with(dom, "data-path=\"steady\"").empty());  // unchanged: counted, not drawn
+  CHECK(dom.find("unchanged <b>1</b>") != std::string::npos);
+  screenshot(page, "#size=live", artifacts + "/diff.png");
 }

@@ -239,6 +239,7 @@
       else if (k === 'size' && SIZES.some(function (s) { return s[0] === v; })) state.size = v;
       else if (k === 'color' && COLORS.some(function (s) { return s[0] === v; })) state.color = v;
       else if (k === 'zoom') state.zoomPath = v;
+      else if (k === 'show') state.showPath = v;
     });
   }
   function findPath(path) {
@@ -269,11 +270,13 @@
       if (w < 24) d.classList.add('narrow');
       if (n.isGroup || n === root) d.classList.add('group');
       if (n.group === 'overflow') d.classList.add('overflow');
+      if (diff && n.change !== 0) d.classList.add(n.change > 0 ? 'grew' : 'shrank');
       d.textContent = n === top && top !== root && !n.isGroup ? fullName(n) : n.label;
       d.title = titleOf(n);
       d.setAttribute('data-i', String(cells.length));
       d.setAttribute('data-path', n.entry ? n.entry.name : n.isGroup ? '' : n.path);
       if (n.entry) d.setAttribute('data-entry', '');
+      if (n === state.pinned) d.classList.add('selected');
       cells.push(n);
       frag.appendChild(d);
       if (depth > maxDepth) maxDepth = depth;
@@ -448,6 +451,10 @@
   if (state.zoomPath) state.zoom = findPath(state.zoomPath);
   legend();
   draw();
+  if (state.showPath) {
+    var shown = findPath(state.showPath);
+    if (shown) { state.pinned = shown; showDetails(shown); }
+  }
 
   sizeSel.addEventListener('change', function () { state.size = sizeSel.value; measure(root, state.size); draw(); });
   colorSel.addEventListener('change', function () { state.color = colorSel.value; legend(); draw(); });
