@@ -256,3 +256,31 @@ TEST_CASE("page: a diff page draws growth and shrinkage in two colours", "[brows
   CHECK(dom.find("unchanged <b>1</b>") != std::string::npos);
   screenshot(page, "#size=live", artifacts + "/diff.png");
 }
+
+TEST_CASE("page: an overflow row is drawn as such", "[browser]") {
+  ::mkdir(artifacts.c_str(), 0755);
+  std::vector<arenastat::entry> entries(2);
+  entries[0].name = "request/kept";
+  entries[0].peak_bytes = 5000;
+  entries[0].count = 1;
+  entries[1].name = "(other)";
+  entries[1].peak_bytes = 3000;
+  entries[1].count = 40;
+  std::string html = arenastat::render_report(entries, arenastat::process_info{}, arenastat::parse_report_options("--html"));
+  // The table's cap is not in this tree yet: mark the row as the table would
+  // (kind "folded"), which render_html does for any kind but scope and account.
+  const std::string plain = "{\"name\":\"(other)\",\"kind\":\"scope\",";
+  const auto at = html.find(plain);
+  REQUIRE(at != std::string::npos);
+  html.replace(at, plain.size(), "{\"name\":\"(other)\",\"kind\":\"folded\",\"overflow\":true,");
+  const std::string page = artifacts + "/overflow.html";
+  write_file(page, html);
+  const std::string dom = dump_dom(page, "");
+  REQUIRE(dom.find("data-ready=\"1\"") != std::string::npos);
+  const std::string row = tag_with(dom, "data-path=\"(other)\"");
+  INFO(row);
+  CHECK(row.find(" overflow") != std::string::npos);
+  CHECK(row.find("overflow: entries beyond the table cap") != std::string::npos);
+  CHECK(row.find("runs: 40") != std::string::npos);
+  CHECK(dom.find("1 row(s) stand for entries beyond the table cap") != std::string::npos);
+}

@@ -47,7 +47,7 @@
     if (diff) return Math.abs(e[size].change);
     if (size === 'peak') return e.peak_bytes;
     if (size === 'live') return e.kind === 'account' ? Math.max(0, e.live_bytes) : 0;
-    return e.kind === 'scope' ? e.count : 0;
+    return e.kind !== 'account' ? e.count : 0;
   }
 
   function node(label, path, parent) {
@@ -174,7 +174,8 @@
         rows.push(['runs', String(e.count)]);
         rows.push(['last peak', bytes(e.last_peak_bytes)]);
         var cs = e.counters || {};
-        for (var c in cs) rows.push(['counter ' + c, String(cs[c])]);
+        var cl = e.counters_last || {};
+        for (var c in cs) rows.push(['counter ' + c, String(cs[c]) + (c in cl && cl[c] !== cs[c] ? ' (last ' + cl[c] + ')' : '')]);
         rows.push(['result (latest run)', e.result || '-']);
         rows.push(['limit hits (oom)', String(e.oom_count)]);
         rows.push(['errors', String(e.err_count)]);

@@ -22,12 +22,14 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-const char* kind_name(entry_kind k) { return k == entry_kind::scope ? "scope" : "account"; }
+// Any kind other than scope and account is a row standing for entries beyond
+// the table's cap (an overflow row), once the table has one.
+bool is_overflow(entry_kind k) { return k != entry_kind::scope && k != entry_kind::account; }
 
-// The row standing for entries beyond the table's cap, when the table has one.
-bool is_overflow(std::string_view name) {
-  return name.starts_with("(overflow") || name.starts_with("<overflow") ||
-         name.starts_with("arenastat/overflow");
+const char* html_kind(entry_kind k) {
+  if (k == entry_kind::scope) return "scope";
+  if (k == entry_kind::account) return "account";
+  return "folded";
 }
 
 ojson tag_object(const std::vector<tag_bytes>& tags) {
@@ -40,16 +42,20 @@ ojson tag_object(const std::vector<tag_bytes>& tags) {
 ojson entry_json(const entry& e) {
   ojson j;
   j["name"] = e.name;
-  j["kind"] = kind_name(e.kind);
-  if (is_overflow(e.name)) j["overflow"] = true;
+  j["kind"] = html_kind(e.kind);
+  if (is_overflow(e.kind)) j["overflow"] = true;
   j["peak_bytes"] = e.peak_bytes;
   j["at_peak"] = tag_object(e.at_peak);
-  if (e.kind == entry_kind::scope) {
+  if (e.kind != entry_kind::account) {  // scopes and overflow rows
     j["count"] = e.count;
     j["last_peak_bytes"] = e.last_peak_bytes;
-    ojson counters = ojson::object();
-    for (const counter_value& c : e.counters) counters[c.name] = c.value;
+    ojson counters = ojson::object(), last = ojson::object();
+    for (const counter_value& c : e.counters) {
+      counters[c.name] = c.shown();  // at the peak when it had a value there, else the last value
+      last[c.name] = c.last;
+    }
     j["counters"] = std::move(counters);
+    j["counters_last"] = std::move(last);
     j["time_s"] = e.time_s;
     j["last_time_s"] = e.last_time_s;
     j["result"] = e.result;
@@ -249,8 +255,8 @@ std::string render_diff_html(const std::vector<diff_entry>& diff, const report_o
   for (const diff_entry* d : listed) {
     ojson r;
     r["name"] = d->name;
-    r["kind"] = kind_name(d->kind);
-    if (is_overflow(d->name)) r["overflow"] = true;
+    r["kind"] = html_kind(d->kind);
+    if (is_overflow(d->kind)) r["overflow"] = true;
     r["status"] = status_name(d->status);
     r["live"] = figure_json(d->live);
     r["peak"] = figure_json(d->peak);
