@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli.hpp"
@@ -275,7 +276,7 @@ int run_batch(long pid, const top_options& o, sampler& s) {
   const std::size_t rows = static_cast<std::size_t>(o.rows.value_or(20));
   const std::string program = program_of(pid);
   for (long i = 0; !o.iterations || i < *o.iterations; ++i) {
-    if (i > 0) ::usleep(static_cast<useconds_t>(o.delay_s * 1e6));
+    if (i > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.delay_s));
     const frame f = s.sample(o.sort, rows);
     std::string out = "arenastat top: pid " + std::to_string(pid) + " " + program + "  " + f.time + "  sort " +
                       order_name(o.sort) + "\n" + process_line(f, o.human) + "\n" + column_header + "NAME\n";
