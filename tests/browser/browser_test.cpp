@@ -95,7 +95,7 @@ nlohmann::json page_data(const std::string& page) {
   const auto b = page.find(open);
   REQUIRE(b != std::string::npos);
   const auto e = page.find("</script>", b);
-  return nlohmann::json::parse(page.substr(b + open.size(), e - b - open.size()));
+  return nlohmann::json::parse(page.substr(b + open.size(), e - b - open.size())).at("report");
 }
 
 std::string attribute(const std::string& tag, const std::string& name) {
@@ -149,6 +149,7 @@ TEST_CASE("page: the demo's at-exit page draws its largest entries, exact peaks 
   INFO(box);
   CHECK(box.find("peak: " + std::to_string(known_peak) + " B") != std::string::npos);
   CHECK(box.find("limit hits (oom): 1") != std::string::npos);
+  CHECK(box.find("result (latest run): ") != std::string::npos);
   CHECK(box.find("class=\"cell match\"") != std::string::npos);
   // The search found it, and only it.
   CHECK(dom.find("1 entry matches") != std::string::npos);
@@ -268,24 +269,27 @@ TEST_CASE("page: an overflow row is drawn as such", "[browser]") {
   entries[0].name = "request/kept";
   entries[0].peak_bytes = 5000;
   entries[0].count = 1;
-  entries[1].name = "(other)";
+  entries[1].name = "(other)";  // what the table folds entries beyond its cap into
+  entries[1].kind = arenastat::entry_kind::folded;
   entries[1].peak_bytes = 3000;
+  entries[1].peak_sum_bytes = 9000;
+  entries[1].folded_entries = 7;
   entries[1].count = 40;
-  std::string html = arenastat::render_report(entries, arenastat::process_info{}, arenastat::parse_report_options("--html"));
-  // The table's cap is not in this tree yet: mark the row as the table would
-  // (kind "folded"), which render_html does for any kind but scope and account.
-  const std::string plain = "{\"name\":\"(other)\",\"kind\":\"scope\",";
-  const auto at = html.find(plain);
-  REQUIRE(at != std::string::npos);
-  html.replace(at, plain.size(), "{\"name\":\"(other)\",\"kind\":\"folded\",\"overflow\":true,");
+  arenastat::table_status table;
+  table.max = 1;
+  table.folded_entries = 7;
   const std::string page = artifacts + "/overflow.html";
-  write_file(page, html);
+  write_file(page, arenastat::render_report(entries, arenastat::process_info{},
+                                            arenastat::parse_report_options("--html"), table));
   const std::string dom = dump_dom(page, "");
+  write_file(artifacts + "/overflow.dom.html", dom);
   REQUIRE(dom.find("data-ready=\"1\"") != std::string::npos);
   const std::string row = tag_with(dom, "data-path=\"(other)\"");
   INFO(row);
   CHECK(row.find(" overflow") != std::string::npos);
   CHECK(row.find("overflow: entries beyond the table cap") != std::string::npos);
+  CHECK(row.find("entries folded: 7") != std::string::npos);
+  CHECK(row.find("sum of peaks: 9000 B") != std::string::npos);
   CHECK(row.find("runs: 40") != std::string::npos);
-  CHECK(dom.find("1 row(s) stand for entries beyond the table cap") != std::string::npos);
+  CHECK(dom.find("1 row(s) stand for 7 entries folded beyond the table cap of 1") != std::string::npos);
 }

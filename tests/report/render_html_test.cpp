@@ -42,10 +42,13 @@ TEST_CASE("html: one self-contained page whose data block holds every entry", "[
   CHECK(page.find("https://") == std::string::npos);
   CHECK(page.find("<script src") == std::string::npos);
   CHECK(page.find("<link") == std::string::npos);
-  const json j = json::parse(data_text(page));
-  CHECK(j.at("mode") == "report");
-  CHECK(j.at("pid") == 4242);
-  CHECK(j.at("process").at("rss_bytes") == 1048576);
+  const json page_data = json::parse(data_text(page));
+  CHECK(page_data.at("mode") == "report");
+  CHECK(page_data.at("pid") == 4242);
+  CHECK(page_data.at("process").at("rss_bytes") == 1048576);
+  // The report inside is the --json report, byte for byte.
+  CHECK(page_data.at("report") == json::parse(render("--json")));
+  const json& j = page_data.at("report");
   REQUIRE(j.at("entries").size() == 5);
   const json& bar = j.at("entries").at(1);
   CHECK(bar.at("name") == "compile/Foo::bar");
@@ -53,11 +56,11 @@ TEST_CASE("html: one self-contained page whose data block holds every entry", "[
   CHECK(bar.at("at_peak") == json{{"node", 1000}, {"resource", 2000}});
   CHECK(bar.at("counters") == json{{"nodes", 42}});
   CHECK(bar.at("count") == 2);
-  CHECK(j.at("entries").at(4).at("live_bytes") == 2048);
+  CHECK(j.at("entries").at(0).at("live_bytes") == 2048);  // cache/lru, the largest peak
 }
 
 TEST_CASE("html: -s and --top choose the entries as for the text report", "[html]") {
-  const json j = json::parse(data_text(render("--html -s=1000 --top=2")));
+  const json j = json::parse(data_text(render("--html -s=1000 --top=2"))).at("report");
   REQUIRE(j.at("entries").size() == 2);
   CHECK(j.at("omitted_smaller") == 2);
   CHECK(j.at("omitted_beyond_top") == 1);
@@ -79,7 +82,7 @@ TEST_CASE("html: a hostile name cannot close the data element", "[html]") {
   CHECK(text.find('<') == std::string::npos);
   CHECK(text.find('>') == std::string::npos);
   CHECK(text.find('&') == std::string::npos);
-  const json j = json::parse(text);
+  const json j = json::parse(text).at("report");
   CHECK(j.at("entries").back().at("name") == hostile);
 }
 
@@ -98,8 +101,9 @@ TEST_CASE("html: a diff page carries before, after and change of each changed en
   const auto d = arenastat::diff_entries(before, after);
   const std::string page =
       arenastat::render_diff(d, arenastat::parse_report_options("--html"), {"2026-01-01 00:00:00 UTC", 1.5});
-  const json j = json::parse(data_text(page));
-  CHECK(j.at("mode") == "diff");
+  const json page_data = json::parse(data_text(page));
+  CHECK(page_data.at("mode") == "diff");
+  const json& j = page_data.at("report");
   CHECK(j.at("changed") == 2);
   CHECK(j.at("vanished") == 1);
   CHECK(j.at("unchanged") == 2);

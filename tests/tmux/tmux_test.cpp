@@ -49,17 +49,21 @@ class tmux_session {
   void key(const std::string& name) { sh(tmux() + " send-keys -t top " + name); }
   std::string screen() { return sh(tmux() + " capture-pane -p -t top"); }
 
-  // Polls the screen until `ok` holds (10 s at most).
+  // Polls the screen until `ok` holds (20 s at most: the machine may be busy).
   bool wait_for(const std::function<bool(const std::string&)>& ok) {
-    for (int i = 0; i < 200; ++i) {
-      if (ok(screen())) return true;
+    for (int i = 0; i < 400; ++i) {
+      last_ = screen();
+      if (ok(last_)) return true;
       ::usleep(50000);
     }
     return false;
   }
+  // The screen the last wait_for saw.
+  const std::string& last() const { return last_; }
 
  private:
   std::string server_;
+  std::string last_;
 };
 
 std::vector<std::string> lines_of(const std::string& s) {
@@ -144,8 +148,7 @@ TEST_CASE("top: SIGWINCH to a narrow short terminal re-lays it out with fewer ro
   REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
   CHECK(t.screen().find("###") != std::string::npos);  // 120 columns: bars
   sh(t.tmux() + " resize-window -t top -x 70 -y 12");
-  INFO(t.screen());
-  CHECK(t.wait_for([](const std::string& s) {
+  const bool relaid = t.wait_for([](const std::string& s) {
     const auto lines = lines_of(s);
     std::size_t longest = 0, filled = 0;
     for (const auto& l : lines) {
@@ -153,7 +156,9 @@ TEST_CASE("top: SIGWINCH to a narrow short terminal re-lays it out with fewer ro
       if (!l.empty()) ++filled;
     }
     return s.find("###") == std::string::npos && longest <= 70 && filled == 12 && first_entry(s) == "cache/items";
-  }));
+  });
+  INFO(t.last());
+  CHECK(relaid);
   t.keys("q");
   CHECK(terminal_is_sane(t, "after-resize"));
 }

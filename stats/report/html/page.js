@@ -1,11 +1,14 @@
 // arenastat HTML report: an icicle of the name tree (embedded by html.cpp).
-// Reads the JSON in <script id="arenastat-data">; every name reaches the page
-// through textContent or setAttribute only, never as markup.
+// Reads the JSON in <script id="arenastat-data">: {mode, pid, program, process,
+// report}, where report is the --json report (or diff) of docs/report.md and
+// docs/cli.md. Every name reaches the page through textContent or
+// setAttribute only, never as markup.
 (function () {
   'use strict';
   var t0 = performance.now();
-  var data = JSON.parse(document.getElementById('arenastat-data').textContent);
-  var diff = data.mode === 'diff';
+  var meta = JSON.parse(document.getElementById('arenastat-data').textContent);
+  var data = meta.report;
+  var diff = meta.mode === 'diff';
   var $ = function (id) { return document.getElementById(id); };
   var ROW = 22, MIN_PX = 3, MAX_DEPTH = 40;
 
@@ -41,7 +44,7 @@
     : [['peak', 'peak bytes'], ['live', 'live bytes'], ['runs', 'runs']];
   var COLORS = diff ? [['change', 'growth / shrink']] : [['kind', 'kind'], ['tag', 'dominant tag']];
 
-  function isOverflow(e) { return e.overflow === true; }
+  function isOverflow(e) { return e.kind === 'folded'; }
   function groupOf(e) { return isOverflow(e) ? 'overflow' : e.kind === 'account' ? 'accounts' : 'scopes'; }
   function entryValue(e, size) {
     if (diff) return Math.abs(e[size].change);
@@ -63,7 +66,7 @@
     if (!c) { c = node(label, path, n); n.byLabel.set(label, c); n.kids.push(c); }
     return c;
   }
-  var entries = data.entries;
+  var entries = data.entries.concat(data.folded || []);
   for (var i = 0; i < entries.length; ++i) {
     var e = entries[i], g = groupOf(e);
     var gn = groups[g];
@@ -158,8 +161,17 @@
     if (n.isGroup || n === root) {
       rows.push(['entries', String(n.entries)]);
     }
-    if (e && !diff) {
-      rows.push(['kind', isOverflow(e) ? e.kind + ' (overflow: entries beyond the table cap)' : e.kind]);
+    if (e && !diff && isOverflow(e)) {
+      rows.push(['kind', 'folded (overflow: entries beyond the table cap)']);
+      rows.push(['entries folded', String(e.folded_entries)]);
+      rows.push(['largest peak', bytes(e.peak_bytes)]);
+      rows.push(['sum of peaks', bytes(e.peak_sum_bytes)]);
+      rows.push(['runs', String(e.count)]);
+      rows.push(['limit hits (oom)', String(e.oom_count)]);
+      rows.push(['errors', String(e.err_count)]);
+      rows.push(['time', e.time_s.toFixed(6) + ' s total']);
+    } else if (e && !diff) {
+      rows.push(['kind', e.kind]);
       rows.push(['peak', bytes(e.peak_bytes)]);
       var tags = e.at_peak || {};
       for (var t in tags) rows.push(['  ' + t + ' at peak', bytes(tags[t])]);
@@ -190,7 +202,7 @@
         rows.push([f + ' after', bytes(e[f].after)]);
         rows.push([f + ' change', sbytes(e[f].change)]);
       });
-      ['count', 'allocations'].forEach(function (f) {
+      ['count', 'blocks'].forEach(function (f) {
         rows.push([f, e[f].before + ' \u2192 ' + e[f].after + ' (' + signed(e[f].change) + ')']);
       });
     }
@@ -377,12 +389,12 @@
 
   // ------------------------------------------------------------ header
   function header() {
-    var p = data.process || {};
-    document.title = (diff ? 'arenastat diff' : 'arenastat') + ' \u2014 pid ' + data.pid;
+    var p = meta.process || {};
+    document.title = (diff ? 'arenastat diff' : 'arenastat') + ' \u2014 pid ' + meta.pid;
     $('title').textContent = diff ? 'arenastat: growth since the baseline' : 'arenastat memory map';
     var pr = $('process');
-    fig(pr, 'pid', String(data.pid));
-    if (data.program) fig(pr, 'program', data.program);
+    fig(pr, 'pid', String(meta.pid));
+    if (meta.program) fig(pr, 'program', meta.program);
     if (p.rss_bytes !== undefined) {
       fig(pr, 'VmRSS', human(p.rss_bytes));
       fig(pr, 'VmHWM', human(p.hwm_bytes));
@@ -409,14 +421,17 @@
       for (var i = 0; i < entries.length; ++i) {
         var e = entries[i];
         if (isOverflow(e)) ++ov;
-        if (e.kind === 'account') { ++a; ap += e.peak_bytes; live += e.live_bytes; }
+        else if (e.kind === 'account') { ++a; ap += e.peak_bytes; live += e.live_bytes; }
         else { ++s; sp += e.peak_bytes; if (e.oom_count) ++oom; }
       }
-      fig(tt, 'entries', String(entries.length));
+      fig(tt, 'entries', String(entries.length - ov) + (ov ? ' and ' + ov + ' overflow rows' : ''));
       fig(tt, 'scopes', s + ', peaks sum to ' + human(sp));
       fig(tt, 'accounts', a + ', peaks sum to ' + human(ap) + ', live ' + human(live));
       if (oom) fig(tt, 'scopes that hit a limit', String(oom));
-      if (ov) fig($('notes'), 'overflow', ov + ' row(s) stand for entries beyond the table cap (hatched)');
+      var tb = data.table || {};
+      if (ov) fig($('notes'), 'overflow', ov + ' row(s) stand for ' + (tb.folded_entries || 0) +
+                  ' entries folded beyond the table cap of ' + tb.max + ' (hatched)');
+      if (tb.lost_folds) fig($('notes'), 'lost folds', String(tb.lost_folds));
     }
     var notes = $('notes');
     if (data.omitted_smaller) fig(notes, 'omitted', data.omitted_smaller + ' entries below ' + human(data.options.min_size_bytes));

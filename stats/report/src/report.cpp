@@ -670,7 +670,7 @@ std::string render_report(const std::vector<entry>& entries, const process_info&
   if (options.format == report_format::prometheus) {  // every entry: -s, --sort, --top do not apply
     return render_metrics(entries, proc, read_table_figures(entries), {.depth = metrics_depth_from_env()});
   }
-  if (options.format == report_format::html) return render_html(entries, proc, options);
+  if (options.format == report_format::html) return render_html(entries, proc, options, table);
   const selection s = select(entries, options);
   switch (options.format) {
     case report_format::json: return render_json(s, proc, options, table);

@@ -12,13 +12,14 @@
 
 namespace arenastat {
 
-// The page for a report: -s and --top choose the entries as for text and JSON
-// (--top after the --sort order); -H does not apply (the page shows both forms).
+// The page for a report: its data is the --json report of the same entries and
+// options (-s, --sort, --top as there; -H does not apply: the page shows both
+// forms), overflow rows included.
 std::string render_html(const std::vector<entry>& entries, const process_info& proc,
-                        const report_options& options);
+                        const report_options& options, const table_status& table = {});
 
-// The page for a diff: changed, new and vanished entries sized by their change,
-// growing ones in one colour and shrinking ones in another.
+// The page for a diff (its data is the diff's --json): changed, new and vanished
+// entries sized by their change, growing ones in one colour, shrinking ones in another.
 std::string render_diff_html(const std::vector<diff_entry>& diff, const report_options& options,
                              const diff_source& source = {});
 
