@@ -8,7 +8,9 @@
 // container would call it; the inline bump pointer is the floor. Bump-style
 // resources allocate batches of `batch` requests and are then released, so
 // memory stays bounded; the time per request includes that amortised release
-// and the chunk refills. After the benchmarks, the goal ratios are printed:
+// and the chunk refills. After the benchmarks, the goal ratios are printed on
+// stderr (stdout carries Google Benchmark's report alone, in the format its
+// --benchmark_format flag asks for):
 //
 //   ratio arena/std_monotonic 32B = 0.93 (goal <= 1.00) PASS
 //
@@ -33,7 +35,6 @@
 #include <boost/container/pmr/monotonic_buffer_resource.hpp>
 #include <boost/container/pmr/memory_resource.hpp>
 #include <malloc.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -56,6 +57,7 @@
 #include "arenastat/pause_meter.hpp"
 #include "arenastat/scope.hpp"
 #include "arenastat/tracking_resource.hpp"
+#include "observing_reporter.hpp"
 
 namespace {
 
@@ -304,17 +306,13 @@ BENCHMARK(BM_histogram_record)->Name("histogram/record");
 
 namespace {
 
-// Console output plus: memory figures as counters beside the time, and the
-// nanoseconds per request of every run kept for the ratios.
-class collecting_reporter : public benchmark::ConsoleReporter {
+// Google Benchmark's own display (console, JSON or CSV, as its flags say)
+// plus: memory figures as counters beside the time, and the nanoseconds per
+// request of every run kept for the ratios.
+class collecting_reporter : public arenastat_bench::observing_reporter {
  public:
-  // Colours only on a terminal (Google Benchmark's --benchmark_color applies
-  // to the reporters it creates itself, not to this one).
-  collecting_reporter() : ConsoleReporter(isatty(STDOUT_FILENO) ? OO_ColorTabular : OO_Tabular) {}
-
-  void ReportRuns(const std::vector<Run>& runs) override {
-    std::vector<Run> shown = runs;
-    for (Run& run : shown) {
+  void observe(std::vector<Run>& runs) override {
+    for (Run& run : runs) {
       if (run.memory_result != nullptr && run.run_type == Run::RT_Iteration) {
         run.counters["allocs/it"] = benchmark::Counter(run.allocs_per_iter);
         run.counters["peak_B"] =
@@ -322,7 +320,6 @@ class collecting_reporter : public benchmark::ConsoleReporter {
       }
       record(run);
     }
-    ConsoleReporter::ReportRuns(shown);
   }
 
   struct memory_row {
@@ -405,13 +402,13 @@ int print_goal(const collecting_reporter& r, const char* label, const std::strin
   const auto a = r.ns_per_item(numerator);
   const auto b = r.ns_per_item(denominator);
   if (!a || !b || *b <= 0) {
-    std::printf("ratio %s = n/a (goal <= %.2f) NOT MEASURED (%s or %s filtered out)\n", label, goal,
-                numerator.c_str(), denominator.c_str());
+    std::fprintf(stderr, "ratio %s = n/a (goal <= %.2f) NOT MEASURED (%s or %s filtered out)\n", label,
+                 goal, numerator.c_str(), denominator.c_str());
     return 0;
   }
   const double ratio = *a / *b;
-  std::printf("ratio %s = %.2f (goal <= %.2f) %s   [%.2f ns / %.2f ns]\n", label, ratio, goal,
-              ratio <= goal ? "PASS" : "FAIL", *a, *b);
+  std::fprintf(stderr, "ratio %s = %.2f (goal <= %.2f) %s   [%.2f ns / %.2f ns]\n", label, ratio, goal,
+               ratio <= goal ? "PASS" : "FAIL", *a, *b);
   return ratio <= goal ? 0 : 1;
 }
 
@@ -420,7 +417,7 @@ void print_info(const collecting_reporter& r, const char* label, const std::stri
   const auto a = r.ns_per_item(numerator);
   const auto b = r.ns_per_item(denominator);
   if (a && b && *b > 0)
-    std::printf("ratio %s = %.2f (no goal)   [%.2f ns / %.2f ns]\n", label, *a / *b, *a, *b);
+    std::fprintf(stderr, "ratio %s = %.2f (no goal)   [%.2f ns / %.2f ns]\n", label, *a / *b, *a, *b);
 }
 
 }  // namespace
@@ -456,10 +453,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench_alloc: cannot write --pauses file %s\n", pauses_path.c_str());
       return 1;
     }
-    std::printf("%s\n", pauses.summary().c_str());
+    std::fprintf(stderr, "%s\n", pauses.summary().c_str());
   }
 
-  std::printf("\n# goals (issue 2), ns per request, measured in this run\n");
+  std::fprintf(stderr, "\n# goals (issue 2), ns per request, measured in this run\n");
   int failed = 0;
   failed += print_goal(reporter, "arena/std_monotonic 32B", "arena/32B", "std_monotonic/32B", 1.0);
   failed += print_goal(reporter, "arena/bump 32B", "arena/32B", "bump/32B", 2.0);
@@ -469,10 +466,10 @@ int main(int argc, char** argv) {
                        "new_delete/pair/threads:2", 1.3);
   if (const auto s = reporter.ns_per_item("scope/enter_exit")) {
     const bool ok = *s < 1000.0;
-    std::printf("scope enter+exit = %.1f ns (goal < 1000 ns) %s\n", *s, ok ? "PASS" : "FAIL");
+    std::fprintf(stderr, "scope enter+exit = %.1f ns (goal < 1000 ns) %s\n", *s, ok ? "PASS" : "FAIL");
     failed += ok ? 0 : 1;
   } else {
-    std::printf("scope enter+exit = n/a (goal < 1000 ns) NOT MEASURED\n");
+    std::fprintf(stderr, "scope enter+exit = n/a (goal < 1000 ns) NOT MEASURED\n");
   }
   print_info(reporter, "virtual_floor/bump 32B (any resource through memory_resource*)", "virtual_floor/32B",
              "bump/32B");
@@ -486,7 +483,7 @@ int main(int argc, char** argv) {
   print_info(reporter, "tracking/forwarding", "tracking/pair/threads:1", "forwarding/pair");
   print_info(reporter, "pool_on_tracking/pool_on_new_delete", "pool_on_tracking/pair",
              "pool_on_new_delete/pair");
-  std::printf("goals failed: %d (mixed-size requests average %.1f B)\n", failed,
-              static_cast<double>(mixed_total()) / batch);
+  std::fprintf(stderr, "goals failed: %d (mixed-size requests average %.1f B)\n", failed,
+               static_cast<double>(mixed_total()) / batch);
   return 0;
 }

@@ -7,9 +7,11 @@
 // a new one (~150 ns). Real components keep live blocks, so every case keeps
 // one 32-byte "ballast" block alive in its arena while it runs.
 //
-// Every case runs `repetitions` times; the ratios printed at the end compare
-// the fastest repetition (CPU time, robust on a shared machine) of each case,
-// all measured in this run.
+// Every case runs `repetitions` times (or as --benchmark_repetitions says);
+// the ratios printed at the end, on stderr, compare the fastest repetition
+// (CPU time, robust on a shared machine) of each case, all measured in this
+// run. Stdout carries Google Benchmark's report alone, in the format its
+// --benchmark_format flag asks for.
 //   build-*/bench/bench_jemalloc            (add --benchmark_filter=... etc.)
 #include <jemalloc/jemalloc.h>
 
@@ -18,19 +20,22 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory_resource>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "arenastat/jemalloc_resource.hpp"
 #include "arenastat/tracking_resource.hpp"
+#include "observing_reporter.hpp"
 
 namespace {
 
 constexpr std::size_t block = 32;
-constexpr int repetitions = 7;
+constexpr int default_repetitions = 7;
 constexpr std::size_t batch = 64;
 
 // The resources live for the whole run (their caches stay warm between runs).
@@ -121,10 +126,9 @@ void batch_resource(benchmark::State& state, std::pmr::memory_resource* r) {
 }
 
 // Keeps the fastest non-aggregate repetition of every case.
-class min_reporter : public benchmark::ConsoleReporter {
+class min_reporter : public arenastat_bench::observing_reporter {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
+  void observe(std::vector<Run>& runs) override {
     for (const Run& r : runs) {
       if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
       std::string name = r.run_name.function_name;
@@ -145,17 +149,30 @@ void print_ratio(const min_reporter& rep, const char* label, const std::string& 
   const double ta = rep.best(a);
   const double tb = rep.best(b);
   if (ta <= 0.0 || tb <= 0.0) {
-    std::printf("%-62s  (not run: filtered out)\n", label);
+    std::fprintf(stderr, "%-62s  (not run: filtered out)\n", label);
     return;
   }
-  std::printf("%-62s %6.2fx  (%.2f ns vs %.2f ns)\n", label, ta / tb, ta, tb);
+  std::fprintf(stderr, "%-62s %6.2fx  (%.2f ns vs %.2f ns)\n", label, ta / tb, ta, tb);
+}
+
+// The value of --benchmark_repetitions=N if given (it then decides), else 0.
+int repetitions_flag(int argc, char** argv) {
+  constexpr std::string_view flag = "--benchmark_repetitions=";
+  int n = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.substr(0, flag.size()) == flag) n = std::atoi(arg.data() + flag.size());
+  }
+  return n;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  const int repetitions_given = repetitions_flag(argc, argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  const int repetitions = repetitions_given > 0 ? repetitions_given : default_repetitions;
 
   benchmark::RegisterBenchmark("pair/mallocx", pair_mallocx)->Repetitions(repetitions);
   benchmark::RegisterBenchmark("pair/jemalloc_resource", pair_resource, &cached())->Repetitions(repetitions);
@@ -176,7 +193,7 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
 
-  std::printf("\nRatios (CPU time, fastest of %d repetitions each, same run, 32-byte blocks):\n", repetitions);
+  std::fprintf(stderr, "\nRatios (CPU time, fastest of %d repetitions each, same run, 32-byte blocks):\n", repetitions);
   print_ratio(reporter, "pair: jemalloc_resource / mallocx", "pair/jemalloc_resource", "pair/mallocx");
   print_ratio(reporter, "pair: mallocx(ARENA|TCACHE(explicit)) / mallocx", "pair/mallocx_arena_explicit_tcache",
               "pair/mallocx");

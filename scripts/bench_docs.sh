@@ -56,8 +56,8 @@ grep -v '^#' "$work/alloc.tsv" | awk -F'\t' -v order="$order" '
   BEGIN { n = split(order, names, / +/); for (i = 1; i <= n; ++i) rank[names[i]] = i }
   { printf "%d\t%s\n", ($1 in rank) ? rank[$1] : 1000 + NR, $0 }' |
   sort -n -k1,1 | cut -f2- >"$work/alloc_sorted.tsv"
-# The pause summary may follow a terminal reset sequence: strip escapes.
-sed -i 's/\x1b\[[0-9;]*m//g' "$work/alloc.out"
+# The pause summary (stderr) may follow a terminal reset sequence: strip escapes.
+sed -i 's/\x1b\[[0-9;]*m//g' "$work/alloc.out" "$work/alloc.err"
 
 cache_rows=0
 if [ "$have_cache" = 1 ] && [ -x "$build/bench/bench_cache" ]; then
@@ -159,7 +159,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 mem=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 compiler=$(c++ --version | head -1)
 gbench=$(dpkg-query -W -f='${Version}' libbenchmark-dev 2>/dev/null || echo unknown)
-pause_line=$(grep "pauses: " "$work/alloc.out" || true)
+pause_line=$(grep "pauses: " "$work/alloc.err" || true)
 
 {
   echo "# Benchmarks"
@@ -202,11 +202,13 @@ pause_line=$(grep "pauses: " "$work/alloc.out" || true)
   echo "Google Benchmark's extra memory run (at most 16 iterations, one thread)."
   echo "The jemalloc pair (\`jemalloc_resource\` vs \`mallocx\`/\`sdallocx\`) is measured by"
   echo "\`bench_jemalloc\`, which links jemalloc as the process allocator."
+  echo "Both print Google Benchmark's report on stdout, in the format its flags ask for"
+  echo "(\`--benchmark_format=json\` gives JSON alone), and their goal and ratio lines on stderr."
   echo
   echo "## Goals (issue 2), measured in this run"
   echo
   echo '```'
-  grep -E '^(ratio|scope enter|goals failed)' "$work/alloc.out"
+  grep -E '^(ratio|scope enter|goals failed)' "$work/alloc.err"
   echo '```'
   echo
   echo "## Allocators"
