@@ -6,5 +6,5 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/setup.sh
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build/release -j"$(nproc)" --target arenastat_demo arenastat_cli
+cmake --build build/release -j"$(nproc)" --target arenastat_demo arenastat_installable   # the demo, the CLI and every installed target
 exec build/release/bench/arenastat_demo "$@"

@@ -1,6 +1,9 @@
 # ctest script: builds and runs the consumer project against arenastat, either
-# installed into a fresh prefix (MODE=install) or as a checkout (MODE=subdir).
-#   cmake -DMODE=install|subdir -DSOURCE=<checkout> -DBINARY=<build dir> -DWORK=<scratch> -P check.cmake
+# installed into a fresh prefix (MODE=install), installed from a fresh build
+# tree in which only what scripts/demo.sh builds was built (MODE=demo: the
+# README's install command right after its build command), or as a checkout
+# (MODE=subdir).
+#   cmake -DMODE=install|demo|subdir -DSOURCE=<checkout> -DBINARY=<build dir> -DWORK=<scratch> -P check.cmake
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 function(run)
@@ -12,6 +15,19 @@ function(run)
 endfunction()
 if(MODE STREQUAL "install")
   run(${CMAKE_COMMAND} --install ${BINARY} --prefix ${WORK}/prefix)
+  run(${CMAKE_COMMAND} -S ${SOURCE}/tests/install/consumer -B ${WORK}/build -DCMAKE_PREFIX_PATH=${WORK}/prefix)
+elseif(MODE STREQUAL "demo")
+  # The configure and build lines of scripts/demo.sh, read from it, into a
+  # fresh tree; then the README's `cmake --install`.
+  file(STRINGS ${SOURCE}/scripts/demo.sh build_line REGEX "^cmake --build .* --target ")
+  if(NOT build_line MATCHES "--target ([^#]*)")
+    message(FATAL_ERROR "no 'cmake --build ... --target' line in scripts/demo.sh")
+  endif()
+  string(STRIP "${CMAKE_MATCH_1}" targets)
+  separate_arguments(targets UNIX_COMMAND "${targets}")
+  run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/tree -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+  run(${CMAKE_COMMAND} --build ${WORK}/tree -j2 --target ${targets})
+  run(${CMAKE_COMMAND} --install ${WORK}/tree --prefix ${WORK}/prefix)
   run(${CMAKE_COMMAND} -S ${SOURCE}/tests/install/consumer -B ${WORK}/build -DCMAKE_PREFIX_PATH=${WORK}/prefix)
 else()
   run(${CMAKE_COMMAND} -S ${SOURCE}/tests/install/consumer -B ${WORK}/build -DARENASTAT_CHECKOUT=${SOURCE})
