@@ -1,4 +1,4 @@
-// bench_alloc: allocator micro-benchmarks and the core issue's performance
+// bench_alloc: allocator micro-benchmarks and the allocation core's performance
 // goals, measured and checked in one run.
 //
 //   bench_alloc [google benchmark flags]
@@ -18,7 +18,7 @@
 // the default, dynamic threshold an arena that cycles a 128 KiB chunk (the
 // 6th chunk of the default growth policy) gets it from mmap and gives it back
 // with munmap on every release(), and whether that happens depends on what
-// ran before in the process (4.1 vs 2.3 ns per 32-byte request measured).
+// ran before in the process (docs/benchmarks.md, Method, has the measured difference).
 // --glibc_default_mmap=1 keeps glibc's defaults to see that effect.
 //
 // Own flags (before Google Benchmark's): --tsv=FILE writes one row per
@@ -456,7 +456,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", pauses.summary().c_str());
   }
 
-  std::fprintf(stderr, "\n# goals (issue 2), ns per request, measured in this run\n");
+  std::fprintf(stderr, "\n# goals, ns per request, measured in this run\n");
   int failed = 0;
   failed += print_goal(reporter, "arena/std_monotonic 32B", "arena/32B", "std_monotonic/32B", 1.0);
   failed += print_goal(reporter, "arena/bump 32B", "arena/32B", "bump/32B", 2.0);

@@ -16,8 +16,8 @@
 // Timing: keys are generated in blocks of 1024 outside the timed region; a
 // thread's busy time is the sum of its timed blocks; ops_per_s sums every
 // thread's ops / busy time. Latency: one operation in 16 is timed on its own
-// with steady_clock (timing every operation would add two clock reads, about
-// 40 ns, to operations that take 50-150 ns) and recorded in an
+// with steady_clock (timing every operation would add two clock reads to
+// operations not much longer than they are; docs/cache.md) and recorded in an
 // arenastat::histogram; the figures include one clock read.
 //
 // Memory: our caches report from their tracked account (peak, live / size,
@@ -701,7 +701,7 @@ int main(int argc, char** argv) {
   const result* tl = find(results, "tinylfu", 1, 0);
   const result* base = find(results, "std_lru", 1, 0);
   if (tl && base && base->ops_per_s > 0) {
-    // The goal compares equal capacities; under --budget the
+    // The 3x goal compares equal capacities; under --budget the
     // contenders hold different numbers of entries (std_lru far fewer).
     std::fprintf(text, "ratio tinylfu / std_lru throughput, 1 thread: %.2fx (%s)\n", tl->ops_per_s / base->ops_per_s,
                  o.budget != 0 ? "same bytes, not the same capacity: the goal of >= 3x is for equal capacities"

@@ -4,8 +4,9 @@
 //
 // The arenas of the resources are otherwise empty: without the cache, freeing
 // the only block of a slab gives the slab back and the next allocation takes
-// a new one (~150 ns). Real components keep live blocks, so every case keeps
-// one 32-byte "ballast" block alive in its arena while it runs.
+// a new one (docs/jemalloc-and-boost.md has the cost). Real components keep
+// live blocks, so every case keeps one 32-byte "ballast" block alive in its
+// arena while it runs.
 //
 // Every case runs `repetitions` times (or as --benchmark_repetitions says);
 // the ratios printed at the end, on stderr, compare the fastest repetition

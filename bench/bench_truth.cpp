@@ -1,6 +1,6 @@
 // bench_truth: one realistic multi-component workload whose every tracked
 // figure is checked against sources that do not depend on arenastat
-// (issue 13, "Prove it, side by side, on one workload"; docs/truth.md).
+// (side by side, on one workload; docs/truth.md).
 //
 // Components (each with a shape the workload knows):
 //   compiler  two worker threads compile tasks; each task is a scope

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The side-by-side proof of issue 13 (docs/truth.md): builds bench_truth in
+# The side-by-side proof (docs/truth.md): builds bench_truth in
 # Release, runs it tracked (its own checks: jemalloc per-arena statistics,
 # RSS, self-count), times plain and tracked runs interleaved, runs it under
 # heaptrack (whole workload for the time; each heap component alone for the

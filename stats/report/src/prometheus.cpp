@@ -15,7 +15,6 @@
 #include <system_error>
 
 #include "sys.hpp"
-#include "table_internal.hpp"
 
 namespace arenastat {
 
@@ -215,7 +214,7 @@ table_figures read_table_figures(const std::vector<entry>& entries) {
     if (e.kind == entry_kind::scope) ++t.scope_entries;
     else ++t.account_entries;
   }
-  t.lost_folds = detail::lost_folds();
+  t.lost_folds = table_status_now().lost_folds;
   // t.overflow: set here from the table's overflow counter once the table has a cap.
   return t;
 }

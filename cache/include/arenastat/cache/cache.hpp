@@ -144,7 +144,7 @@ struct node_store {
   void set_prev(std::uint32_t i, std::uint32_t v) const noexcept { at(i).prev = v; }
   // With policy state, only the link's three bytes are stored: no read of
   // the word first (a read-modify-write stalled on the cold neighbour an
-  // unlink touches, about 5% of a miss-heavy run).
+  // unlink touches; docs/cache.md, "Where the time goes", has the A/B figure).
   void set_next(std::uint32_t i, std::uint32_t v) const noexcept {
     std::uint32_t& w = at(i).next;
     if constexpr (PolicyState) {

@@ -53,8 +53,8 @@ class sharded_cache {
   // min_default_shard_entries entries (for a byte bound: the entries of one
   // cache of that many bytes). Many small shards keep two threads from
   // meeting on the same shard, whose lock and entries would then move between
-  // the cores: with 8 shards two threads ran no faster than one on the
-  // Zipfian benchmark, with 256 they ran 1.4-1.55x faster (docs/cache.md).
+  // the cores: with few shards a second thread added nothing on the Zipfian
+  // benchmark, with many it did (docs/cache.md has the figures).
   static std::size_t default_shards(const sharded_cache_options& options) noexcept {
     std::size_t n = std::bit_ceil(std::size_t{128} * std::max(1u, std::thread::hardware_concurrency()));
     n = std::min(n, max_shards);

@@ -31,7 +31,7 @@
 // cached entries' counts are exact. docs/cache.md has the measurements.)
 // When the window holds less than its share (after erasures) the back of the
 // main segment is evicted without a duel.
-// Most candidates lose (about 96% in the benchmark, measured with the earlier
+// Most candidates lose (docs/cache.md has the share, measured with the earlier
 // duel against the sample's least), so the bar (the back's
 // count) is remembered: while no entry has left probation (nor entered
 // one no larger than the sample) and the sketch has not been halved, counts
@@ -45,14 +45,14 @@
 // conservative update by default). A cached entry keeps its own 4-bit
 // count in its state byte: it starts at the sketch's estimate when the entry
 // is inserted, a hit adds to it (so a hit writes nothing but its node: when
-// every access went to counters in the table lines, writing the line cost
-// about 15 ns per operation), and an entry that leaves raises
+// every access went to counters in the table lines, writing the line was a
+// measurable share of each operation; docs/cache.md), and an entry that leaves raises
 // its key's sketch counters to it. Duels compare entries' counts, read from
 // the nodes the lists already load. Every SampleFactor x capacity counted
 // increments, all counters and counts are halved (a pass over the sketch and
 // the nodes). Counting cached keys apart also keeps hot keys from inflating
-// the sketch counters they share a block with: the hit rate rose from 84.30%
-// to 84.66% on the benchmark. An entry whose count did not rise while cached
+// the sketch counters they share a block with, which raised the benchmark's
+// hit rate (docs/cache.md). An entry whose count did not rise while cached
 // hands nothing back: its key's counters are still at least its count (they
 // were when it entered, and since then they only rose or were halved with
 // it), so the hand-back would change nothing; most evicted entries (one-time
@@ -384,8 +384,9 @@ class tinylfu_policy {
   // the least of the sample without AdmitAgainstBack; -1: none, or the
   // sample changed or counts were halved since). Counts only rise between
   // halvings, so while it holds the present bar is at least this: a
-  // candidate not above it loses its duel without a new sample. In
-  // the benchmark about 96% of duels are lost, 88% of all decided this way.
+  // candidate not above it loses its duel without a new sample. In the
+  // benchmark most duels are lost and most of those are decided this way
+  // (docs/cache.md has the shares).
   std::int32_t floor_ = -1;
   std::uint64_t floor_decisions_ = 0;
   std::uint64_t hand_backs_skipped_ = 0;
