@@ -1,6 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory_resource>
 #include <vector>
 #include <stdexcept>
@@ -122,17 +127,22 @@ TEST_CASE("a release on another thread is credited to the owner's active scope",
 }
 
 TEST_CASE("repeated runs are counted; the table keeps last and largest peaks", "[scope]") {
+  const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t size : {2048, 8192, 4096}) {
     scope s{"test/scope/repeated"};
     arena_resource a{"node", chunks_of(size)};
     (void)a.allocate(10, 8);
   }
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const arenastat::entry e = test::find_entry("test/scope/repeated", entry_kind::scope);
   CHECK(e.count == 3);
   CHECK(e.last_peak_bytes == 4096);
   CHECK(e.peak_bytes == 8192);
-  CHECK(e.time_s >= e.last_time_s);
-  CHECK(e.thread != 0);
+  // The three runs lie inside the measured interval, the last one among them.
+  CHECK(e.last_time_s > 0);
+  CHECK(e.time_s > e.last_time_s);
+  CHECK(e.time_s <= elapsed);
+  CHECK(e.thread == static_cast<std::uint64_t>(::syscall(SYS_gettid)));  // this thread, by its OS id
 }
 
 TEST_CASE("a limit throws at the allocation that would pass it and records oom", "[scope]") {
@@ -242,6 +252,11 @@ TEST_CASE("bad scope names and counters are rejected clearly", "[scope]") {
 }
 
 TEST_CASE("scopes nest 64 deep; the 65th is refused", "[scope]") {
+  // Runs folded under this name before (the same process may run this test
+  // case again): the 64 nested scopes add exactly 64.
+  std::uint64_t before = 0;
+  for (const arenastat::entry& e : arenastat::snapshot())
+    if (e.name == "test/scope/deep" && e.kind == entry_kind::scope) before = e.count;
   std::vector<std::unique_ptr<scope>> stack;
   for (int i = 0; i < 64; ++i) stack.push_back(std::make_unique<scope>("test/scope/deep"));
   CHECK_THROWS_AS(scope("test/scope/too-deep"), std::length_error);
@@ -250,7 +265,7 @@ TEST_CASE("scopes nest 64 deep; the 65th is refused", "[scope]") {
   CHECK(stack.front()->net_bytes() == 1024);
   CHECK(stack.back()->net_bytes() == 1024);
   while (!stack.empty()) stack.pop_back();
-  CHECK(test::find_entry("test/scope/deep", entry_kind::scope).count >= 64);
+  CHECK(test::find_entry("test/scope/deep", entry_kind::scope).count == before + 64);
 }
 
 TEST_CASE("scopes on different threads are independent", "[scope][threads]") {
@@ -275,6 +290,9 @@ TEST_CASE("scopes on different threads are independent", "[scope][threads]") {
 }
 
 TEST_CASE("reset_peaks makes scope entries forget their largest run", "[scope]") {
+  std::uint64_t before = 0;  // runs of this name already folded (a repeated test case in one process)
+  for (const arenastat::entry& e : arenastat::snapshot())
+    if (e.name == "test/scope/reset" && e.kind == entry_kind::scope) before = e.count;
   {
     scope s{"test/scope/reset"};
     arena_resource a{"node", chunks_of(8192)};
@@ -289,5 +307,5 @@ TEST_CASE("reset_peaks makes scope entries forget their largest run", "[scope]")
   }
   const arenastat::entry e = test::find_entry("test/scope/reset", entry_kind::scope);
   CHECK(e.peak_bytes == 1024);
-  CHECK(e.count == 2);
+  CHECK(e.count == before + 2);
 }
