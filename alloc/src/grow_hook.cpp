@@ -1,7 +1,5 @@
 #include "arenastat/grow_hook.hpp"
 
-#include "leaks_internal.hpp"
-
 namespace arenastat {
 namespace {
 
@@ -11,11 +9,9 @@ class tracking_grow_hook final : public grow_hook {
     if (scopes_charged()) check_scope_limits(bytes);
   }
   void on_acquire(charge_stamp& stamp, tag_id tag, std::size_t bytes, account* acct) override {
-    stamp = charge_chunk(tag, bytes, acct);
-    detail::ledger_chunk_taken(stamp, bytes);  // ARENASTAT_LEAKS: chunks held at exit
+    stamp = charge_chunk(tag, bytes, acct);  // also the chunk ledger (ARENASTAT_LEAKS)
   }
   void on_release(const charge_stamp& stamp, std::size_t bytes) noexcept override {
-    detail::ledger_chunk_given_back(stamp, bytes);
     credit_chunk(stamp, bytes);
   }
 };

@@ -1,5 +1,5 @@
-// Leak checking's hooks for the rooms above (not installed): the chunk ledger
-// fed by the tracking grow hook (alloc/), the at-exit entry point (report/).
+// Leak checking's hooks (not installed): the chunk ledger, fed by
+// charge_chunk / credit_chunk (scope.cpp), and the at-exit entry point (report/).
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -10,8 +10,8 @@
 namespace arenastat::detail {
 
 // Arena chunks held, by (thread, stamped scope, tag), recorded while
-// ARENASTAT_LEAKS is on. Called by tracking_hook() after charge_chunk /
-// before credit_chunk.
+// ARENASTAT_LEAKS is on. Called by charge_chunk once the chunk is charged and
+// by credit_chunk before it credits.
 void ledger_chunk_taken(const charge_stamp& stamp, std::size_t bytes) noexcept;
 void ledger_chunk_given_back(const charge_stamp& stamp, std::size_t bytes) noexcept;
 

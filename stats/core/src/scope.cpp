@@ -6,6 +6,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "leaks_internal.hpp"
 #include "table_internal.hpp"
 #include "thread_state.hpp"
 
@@ -103,10 +104,12 @@ charge_stamp charge_chunk(tag_id tag, std::size_t bytes, account* acct) {
     acct->use_tag(tag);
     acct->on_allocate(bytes, tag);
   }
+  detail::ledger_chunk_taken(stamp, bytes);  // ARENASTAT_LEAKS: chunks held at exit
   return stamp;
 }
 
 void credit_chunk(const charge_stamp& stamp, std::size_t bytes) noexcept {
+  detail::ledger_chunk_given_back(stamp, bytes);
   if (stamp.acct) stamp.acct->on_deallocate(bytes, stamp.tag);
   if (stamp.scope_id == 0) return;
   if (stamp.owner == detail::tls_scopes.state)
