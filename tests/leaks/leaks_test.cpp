@@ -185,9 +185,14 @@ TEST_CASE("leaks: a thread still allocating at exit: no crash, at most its one l
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.err, Contains("arenastat report\n"));
     const auto at = r.err.find("\nLeaks (");
+    // The thread runs while the figures are read: live bytes and the block
+    // count come from separate per-thread counters, so the count may lag
+    // its block by one (docs/report.md, "Leak reports"). Never more than the
+    // one block it holds.
     if (at != std::string::npos)
-      CHECK(r.err.substr(at) ==
-            "\nLeaks (1):\n  account 'leaks/busy' holds 64 bytes in 1 block (peak 64 bytes; heap 64)\n");
+      CHECK_THAT(r.err.substr(at),
+                 Catch::Matchers::Matches("\nLeaks \\(1\\):\n  account 'leaks/busy' holds 64 bytes in (0 blocks|1 block) "
+                                          "\\(peak 64 bytes; heap 64\\)\n"));
   }
 }
 

@@ -23,7 +23,7 @@ using Catch::Matchers::EndsWith;
 
 namespace {
 
-table_figures sample_table() { return {.scope_entries = 3, .account_entries = 2, .lost_folds = 0, .overflow = {}}; }
+table_figures sample_table() { return {.scope_entries = 3, .account_entries = 2}; }
 
 std::string exposition(unsigned depth = 1, metrics_format format = metrics_format::text,
                        const std::vector<entry>& entries = sample()) {
@@ -129,9 +129,10 @@ TEST_CASE("prometheus: 100,000 distinct scope names give a fixed number of serie
   const std::string small = exposition(1, metrics_format::text, many(8));
   const std::string big = exposition(1, metrics_format::text, many(100000));
   // Per kind: names, peak, one tag, runs, limit hits, errors, seconds = 7 series; 4 kinds.
-  // Plus 3 process, 2 table sizes, 1 lost folds; no account.
-  CHECK(sample_count(small) == 4 * 7 + 6);
-  CHECK(sample_count(big) == 4 * 7 + 6);
+  // Plus 3 process, 3 table sizes (scope, account, folded), the cap, folded
+  // entries and lost folds; no account.
+  CHECK(sample_count(small) == 4 * 7 + 9);
+  CHECK(sample_count(big) == 4 * 7 + 9);
   // The largest name of kind 3 is request3/99999: peak 100099.
   CHECK_THAT(big, Contains("\narenastat_scope_peak_bytes{scope=\"request3\"} 100099\n"));
   CHECK_THAT(big, Contains("\narenastat_scope_names{scope=\"request0\"} 25000\n"));
@@ -206,17 +207,39 @@ TEST_CASE("prometheus: process figures are gauges in bytes", "[prometheus]") {
   CHECK(samples_named(text, "arenastat_jemalloc_allocated_bytes").empty());
 }
 
-TEST_CASE("prometheus: the table's size by kind; no overflow series until the table reports one",
-          "[prometheus]") {
-  const std::string text = exposition();
-  CHECK_THAT(text, Contains("\narenastat_table_entries{kind=\"scope\"} 3\narenastat_table_entries{kind=\"account\"} 2\n"));
-  CHECK_THAT(text, Contains("\narenastat_table_lost_folds_total 0\n"));
-  CHECK(samples_named(text, "arenastat_table_overflow_total").empty());
+TEST_CASE("prometheus: the table's size by kind, its cap and the entries folded beyond it", "[prometheus]") {
   table_figures t = sample_table();
-  t.overflow = 12;
-  const std::string with = render_metrics(sample(), sample_process(), t, {});
-  CHECK(samples_named(with, "arenastat_table_overflow_total") ==
-        std::vector<std::string>{"arenastat_table_overflow_total 12"});
+  t.folded_rows = 1;
+  t.table_max = 10000;
+  t.folded_entries = 12;
+  const std::string text = render_metrics(sample(), sample_process(), t, {});
+  CHECK_THAT(text, Contains("\narenastat_table_entries{kind=\"scope\"} 3\narenastat_table_entries{kind=\"account\"} 2\n"
+                            "arenastat_table_entries{kind=\"folded\"} 1\n"));
+  CHECK(samples_named(text, "arenastat_table_max_entries") == std::vector<std::string>{"arenastat_table_max_entries 10000"});
+  CHECK(samples_named(text, "arenastat_table_folded_entries_total") ==
+        std::vector<std::string>{"arenastat_table_folded_entries_total 12"});
+  CHECK_THAT(text, Contains("\narenastat_table_lost_folds_total 0\n"));
+}
+
+TEST_CASE("prometheus: an overflow row joins its prefix's group with the names folded into it", "[prometheus]") {
+  arenastat::entry kept;
+  kept.name = "request/42";
+  kept.kind = arenastat::entry_kind::scope;
+  kept.peak_bytes = 100;
+  kept.count = 2;
+  arenastat::entry folded;
+  folded.name = "request/";
+  folded.kind = arenastat::entry_kind::folded;
+  folded.peak_bytes = 300;  // the largest folded peak
+  folded.count = 7;         // their runs
+  folded.folded_entries = 5;
+  const std::string text = render_metrics({kept, folded}, sample_process(), sample_table(), {});
+  CHECK(samples_named(text, "arenastat_scope_names") ==
+        std::vector<std::string>{"arenastat_scope_names{scope=\"request\"} 6"});
+  CHECK(samples_named(text, "arenastat_scope_peak_bytes") ==
+        std::vector<std::string>{"arenastat_scope_peak_bytes{scope=\"request\"} 300"});
+  CHECK(samples_named(text, "arenastat_scope_runs_total") ==
+        std::vector<std::string>{"arenastat_scope_runs_total{scope=\"request\"} 9"});
 }
 
 TEST_CASE("prometheus: Accept chooses OpenMetrics only when it is preferred", "[prometheus]") {

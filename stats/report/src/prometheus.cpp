@@ -212,10 +212,13 @@ table_figures read_table_figures(const std::vector<entry>& entries) {
   table_figures t;
   for (const entry& e : entries) {
     if (e.kind == entry_kind::scope) ++t.scope_entries;
-    else ++t.account_entries;
+    else if (e.kind == entry_kind::account) ++t.account_entries;
+    else ++t.folded_rows;
   }
-  t.lost_folds = table_status_now().lost_folds;
-  // t.overflow: set here from the table's overflow counter once the table has a cap.
+  const table_status status = table_status_now();
+  t.lost_folds = status.lost_folds;
+  t.table_max = status.max;
+  t.folded_entries = status.folded_entries;
   return t;
 }
 
@@ -252,19 +255,23 @@ std::string render_metrics(const std::vector<entry>& entries, const process_info
   auto& sizes = add("arenastat_table_entries", gauge, "", "Entries in the statistics table, by kind.");
   sizes.push_back({labels({label("kind", "scope")}), number(table.scope_entries)});
   sizes.push_back({labels({label("kind", "account")}), number(table.account_entries)});
+  sizes.push_back({labels({label("kind", "folded")}), number(table.folded_rows)});
+  add("arenastat_table_max_entries", gauge, "",
+      "The cap on scope entries (ARENASTAT_TABLE_MAX); 0 means none.")
+      .push_back({"", number(table.table_max)});
+  add("arenastat_table_folded_entries", counter, "",
+      "Scope entries folded into overflow rows because the table was at its cap.")
+      .push_back({"", number(table.folded_entries)});
   add("arenastat_table_lost_folds", counter, "", "Scope runs that could not be stored in the table (out of memory).")
       .push_back({"", number(table.lost_folds)});
-  if (table.overflow) {
-    add("arenastat_table_overflow", counter, "", "Entries refused because the table was full.")
-        .push_back({"", number(*table.overflow)});
-  }
 
-  // Scopes, grouped by name prefix.
+  // Scopes, grouped by name prefix; an overflow row ("request/", "(other)")
+  // joins its prefix's group with the names folded into it.
   std::map<std::string, scope_group_figures> groups;
   for (const entry& e : entries) {
-    if (e.kind != entry_kind::scope) continue;
+    if (e.kind == entry_kind::account) continue;
     scope_group_figures& g = groups[scope_group(e.name, depth)];
-    ++g.names;
+    g.names += e.kind == entry_kind::folded ? e.folded_entries : 1;
     g.runs += e.count;
     g.limit_hits += e.oom_count;
     g.errors += e.err_count;

@@ -33,11 +33,10 @@ struct metrics_options {
 struct table_figures {
   std::uint64_t scope_entries = 0;
   std::uint64_t account_entries = 0;
-  std::uint64_t lost_folds = 0;  // scope runs that could not be stored (out of memory)
-  // Entries refused because the table is full. The table has no cap yet: this
-  // stays empty and no series is exported (never a made-up 0); set it from the
-  // table's overflow counter once the table offers one (read_table_figures).
-  std::optional<std::uint64_t> overflow;
+  std::uint64_t folded_rows = 0;     // overflow rows (entries beyond the table's cap)
+  std::uint64_t lost_folds = 0;      // scope runs that could not be stored (out of memory)
+  std::uint64_t table_max = 0;       // the scope-entry cap, 0 for none (ARENASTAT_TABLE_MAX)
+  std::uint64_t folded_entries = 0;  // scope entries folded into overflow rows since start
 };
 
 // Counts taken from `entries`, lost folds and overflow read from the table.
