@@ -215,11 +215,23 @@ class counting_resource final : public std::pmr::memory_resource {
   std::atomic<std::uint64_t> allocs_{0};
 };
 
-// A grow hook that does nothing: the plain run's arenas.
+// The plain run's arenas: a hook that charges nothing, but refuses a chunk
+// past the task's limit as the tracked run's scope does, so that both runs do
+// the same work (a pathological task stops at its limit in both).
+thread_local std::int64_t plain_limit = 0;  // 0: none
+thread_local std::int64_t plain_used = 0;   // chunk bytes the task's arenas hold
 class null_hook final : public arenastat::grow_hook {
  public:
-  void on_acquire(arenastat::charge_stamp&, arenastat::tag_id, std::size_t, arenastat::account*) override {}
-  void on_release(const arenastat::charge_stamp&, std::size_t) noexcept override {}
+  void admit(arenastat::tag_id, std::size_t bytes) override {
+    if (plain_limit != 0 && plain_used + static_cast<std::int64_t>(bytes) > plain_limit)
+      throw arenastat::limit_exceeded("plain", static_cast<std::uint64_t>(plain_limit), plain_used, bytes);
+  }
+  void on_acquire(arenastat::charge_stamp&, arenastat::tag_id, std::size_t bytes, arenastat::account*) override {
+    plain_used += static_cast<std::int64_t>(bytes);
+  }
+  void on_release(const arenastat::charge_stamp&, std::size_t bytes) noexcept override {
+    plain_used -= static_cast<std::int64_t>(bytes);
+  }
 };
 null_hook the_null_hook;
 
@@ -370,6 +382,8 @@ struct compiler_component {
                                        .account = tracked ? "compiler" : "", .hook = tracked ? nullptr : &the_null_hook};
     std::optional<arenastat::scope> s;
     if (tracked) s.emplace(name, arenastat::scope_options{.limit_bytes = patho ? patho_limit : 0});
+    plain_limit = !tracked && patho ? static_cast<std::int64_t>(patho_limit) : 0;
+    plain_used = 0;
     window win;
     bool oom = false;
     try {
