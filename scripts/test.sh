@@ -3,7 +3,8 @@
 #   1. a release build and the whole CTest suite (unit, end-to-end, install);
 #   2. the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the threaded tests ([threads]) under ThreadSanitizer;
-#   4. the control-request fuzzer (libFuzzer, clang 14) for a bounded time.
+#   4. the libFuzzer targets (clang 14): the control-request parser and the
+#      memory resources, each for a bounded time.
 # Steps can be chosen: scripts/test.sh [release] [asan] [tsan] [fuzz]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,7 +51,7 @@ for step in "${steps[@]}"; do
       [ $status -eq 0 ] || { echo "TSan: failures above"; exit 1; }
       ;;
     fuzz)
-      banner "fuzzing the control request parser"
+      banner "fuzzing the control request parser and the memory resources"
       ARENASTAT_FUZZ_DIR=build/fuzz bash scripts/fuzz.sh "${ARENASTAT_FUZZ_SECONDS:-60}"
       ;;
     *)
