@@ -40,7 +40,10 @@ std::uint64_t size_change(const diff_entry& d) noexcept {
 
 std::string plain_or_human(std::int64_t v, bool human) {
   if (!human) return std::to_string(v);
-  return v < 0 ? "-" + human_size(magnitude(v)) : human_size(static_cast<std::uint64_t>(v));
+  std::string out;  // appended, not "-" + string: GCC 12 -O3 warns falsely (-Wrestrict) on that
+  if (v < 0) out = '-';
+  out += human_size(magnitude(v));
+  return out;
 }
 
 std::string signed_change(std::int64_t v, bool human) {
