@@ -6,7 +6,7 @@
 namespace arenastat {
 
 void* tracking_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
-  if (!std::has_single_bit(alignment))
+  if (!power_of_two(alignment))
     throw std::invalid_argument("arenastat::tracking_resource: alignment " + std::to_string(alignment) +
                                 " is not a power of two");
   if (bytes > max_request) throw std::bad_alloc();

@@ -66,7 +66,10 @@ class arena_resource final : public std::pmr::memory_resource {
     const auto cur = reinterpret_cast<std::uintptr_t>(cur_);
     const auto end = reinterpret_cast<std::uintptr_t>(end_);
     const std::uintptr_t p = (cur + alignment - 1) & ~(std::uintptr_t{alignment} - 1);
-    if ((alignment & (alignment - 1)) == 0 && p >= cur && p <= end && bytes <= end - p) [[likely]] {
+    // One branch for the three conditions (p >= cur follows from a power-of-two
+    // alignment: cur + alignment - 1 cannot wrap for a user-space pointer).
+    const bool refused = ((alignment & (alignment - 1)) != 0) | (p > end) | (bytes > end - p);
+    if (!refused) [[likely]] {
       cur_ = reinterpret_cast<char*>(p + bytes);
       requested_ += bytes;
       return reinterpret_cast<void*>(p);

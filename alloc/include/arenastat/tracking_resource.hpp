@@ -11,7 +11,6 @@
 // per request; a replaced global operator new is still the one called. Any
 // other upstream is called through its memory_resource interface.
 #pragma once
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory_resource>
@@ -53,7 +52,7 @@ class tracking_resource final : public std::pmr::memory_resource {
   // rarer case (a scope charged, a first use on this thread, a flush or a new
   // peak due, a request too large for any object) goes out of line.
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    if (bytes > max_request || !std::has_single_bit(alignment) || scopes_charged()) [[unlikely]]
+    if (bytes > max_request || !power_of_two(alignment) || scopes_charged()) [[unlikely]]
       return allocate_slow(bytes, alignment);
     void* p = take(bytes, alignment);
     if (account_->try_on_allocate(bytes, tag_)) [[likely]] return p;
@@ -76,6 +75,8 @@ class tracking_resource final : public std::pmr::memory_resource {
   // the upstream is asked (libstdc++'s aligned operator new wraps on sizes
   // near SIZE_MAX), the account untouched.
   static constexpr std::size_t max_request = static_cast<std::size_t>(PTRDIFF_MAX);
+  // Without -mpopcnt std::has_single_bit is a call into libgcc: two and-ops instead.
+  static constexpr bool power_of_two(std::size_t a) noexcept { return a != 0 && (a & (a - 1)) == 0; }
 
   // The general path: refuses oversized requests (std::bad_alloc) and an
   // alignment that is not a power of two (std::invalid_argument, as
