@@ -41,4 +41,26 @@ void warn(std::string_view text) noexcept {
 
 std::string error_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
+int write_all(int fd, std::string_view text) noexcept {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    done += static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+std::string absolute_path(std::string path, std::string_view who) {
+  if (!path.empty() && path.front() == '/') return path;
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof cwd) == nullptr) {
+    throw std::system_error(errno, std::generic_category(), std::string(who) + ": cannot read the working directory");
+  }
+  if (path.empty() || path == ".") return cwd;
+  if (path.starts_with("./")) path.erase(0, 2);
+  return std::string(cwd) + "/" + path;
+}
+
 }  // namespace arenastat::detail

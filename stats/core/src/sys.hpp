@@ -19,4 +19,13 @@ void warn(std::string_view text) noexcept;
 // Names an errno value ("No such file or directory").
 std::string error_text(int err);
 
+// Writes all of `text` to `fd`, retrying on EINTR. Returns 0, or the errno of
+// the failure (EIO when write(2) wrote nothing). Never throws.
+int write_all(int fd, std::string_view text) noexcept;
+
+// `path` made absolute against the working directory ("" and "." are the
+// directory itself; a leading "./" is dropped). Throws std::system_error,
+// "<who>: cannot read the working directory", when getcwd fails.
+std::string absolute_path(std::string path, std::string_view who);
+
 }  // namespace arenastat::detail

@@ -54,18 +54,6 @@ const char* sort_text(dump_sort sort) noexcept {
   return "size";
 }
 
-// `path` made absolute against the working directory ("." is the directory itself).
-std::string absolute(std::string path) {
-  if (!path.empty() && path.front() == '/') return path;
-  char cwd[4096];
-  if (::getcwd(cwd, sizeof cwd) == nullptr) {
-    throw std::system_error(errno, std::generic_category(), "dump: cannot read the working directory");
-  }
-  if (path.empty() || path == ".") return cwd;
-  if (path.starts_with("./")) path.erase(0, 2);
-  return std::string(cwd) + "/" + path;
-}
-
 // Writes `text` to a new file (exclusive) or to a replaced one.
 bool write_file(const std::string& path, const std::string& text, bool exclusive) {
   const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
@@ -74,16 +62,9 @@ bool write_file(const std::string& path, const std::string& text, bool exclusive
     if (exclusive && errno == EEXIST) return false;
     throw std::system_error(errno, std::generic_category(), "dump: cannot create " + path);
   }
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      throw std::system_error(err, std::generic_category(), "dump: cannot write " + path);
-    }
-    done += static_cast<std::size_t>(n);
+  if (const int err = detail::write_all(fd, text); err != 0) {
+    ::close(fd);
+    throw std::system_error(err, std::generic_category(), "dump: cannot write " + path);
   }
   if (::close(fd) != 0) throw std::system_error(errno, std::generic_category(), "dump: cannot write " + path);
   return true;
@@ -161,13 +142,13 @@ std::string write_dump(std::string_view path, std::optional<dump_sort> sort) {
       render_dump(snapshot(), sort.value_or(dump_sort_from_env()),
                   {pid, detail::program_name(), now, table_status_now().lost_folds});
   if (!path.empty()) {
-    const std::string target = absolute(std::string(path));
+    const std::string target = detail::absolute_path(std::string(path), "dump");
     write_file(target, text, /*exclusive=*/false);
     return target;
   }
   const char* dir_env = std::getenv("ARENASTAT_DUMP_DIR");
   const std::string dir = dir_env != nullptr && *dir_env != '\0' ? std::string(dir_env) : std::string(".");
-  const std::string base = absolute(dir) + "/" + dump_file_name(pid, now);
+  const std::string base = detail::absolute_path(dir, "dump") + "/" + dump_file_name(pid, now);
   const std::string stem = base.substr(0, base.size() - 4);  // without ".txt"
   for (int n = 0; n < 1000; ++n) {
     const std::string candidate = n == 0 ? base : stem + "." + std::to_string(n) + ".txt";

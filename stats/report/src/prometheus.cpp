@@ -146,14 +146,6 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
   return n;
 }
 
-std::string absolute(const std::string& path) {
-  if (!path.empty() && path.front() == '/') return path;
-  char cwd[4096];
-  if (::getcwd(cwd, sizeof cwd) == nullptr) {
-    throw std::system_error(errno, std::generic_category(), "metrics: cannot read the working directory");
-  }
-  return path.empty() || path == "." ? std::string(cwd) : std::string(cwd) + "/" + path;
-}
 
 }  // namespace
 
@@ -392,16 +384,9 @@ void write_file_atomically(const std::string& path, std::string_view text) {
     ::unlink(temp.c_str());
     throw std::system_error(err, std::generic_category(), what);
   };
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      fail(err, "metrics: cannot write " + temp);
-    }
-    done += static_cast<std::size_t>(n);
+  if (const int err = detail::write_all(fd, text); err != 0) {
+    ::close(fd);
+    fail(err, "metrics: cannot write " + temp);
   }
   if (::close(fd) != 0) fail(errno, "metrics: cannot write " + temp);
   if (::rename(temp.c_str(), path.c_str()) != 0) fail(errno, "metrics: cannot rename " + temp + " to " + path);
@@ -415,11 +400,11 @@ bool prometheus_dump_from_env() noexcept {
 std::string write_metrics_file(std::string_view path) {
   std::string target;
   if (!path.empty()) {
-    target = absolute(std::string(path));
+    target = detail::absolute_path(std::string(path), "metrics");
   } else {
     const char* dir_env = std::getenv("ARENASTAT_DUMP_DIR");
     const std::string dir = dir_env != nullptr && *dir_env != '\0' ? std::string(dir_env) : std::string(".");
-    target = absolute(dir) + "/arenastat." + std::to_string(::getpid()) + ".prom";
+    target = detail::absolute_path(dir, "metrics") + "/arenastat." + std::to_string(::getpid()) + ".prom";
   }
   write_file_atomically(target, metrics({.depth = metrics_depth_from_env()}));
   return target;
