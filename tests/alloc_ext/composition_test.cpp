@@ -6,6 +6,7 @@
 // over jemalloc, tracking over tracking, std pmr pool over tracking,
 // Boost.Container pmr vector over tracking} x scenarios {no scope, one scope,
 // nested scopes, freed on another thread after the scope ended, a limit hit}.
+// Every case is tagged [threads] so that the TSan step runs the whole matrix.
 // Every expected figure is derived here from the workload and the layers'
 // documented policies, or counted independently by a counting upstream at the
 // bottom of the stack; none is read back from the code under test.
@@ -249,7 +250,7 @@ arenastat::entry scope_entry(const std::string& name) {
   arena_alone, arena_over_tracking, arena_over_arena, tracking_over_jemalloc, tracking_over_tracking, \
       pool_over_tracking, boost_vector_over_tracking
 
-TEMPLATE_TEST_CASE("matrix: with no scope, each account sees what passes through it", "[composition]",
+TEMPLATE_TEST_CASE("matrix: with no scope, each account sees what passes through it", "[composition][threads]",
                    MATRIX_STACKS) {
   TestType s;
   s.work();
@@ -262,7 +263,7 @@ TEMPLATE_TEST_CASE("matrix: with no scope, each account sees what passes through
   CHECK(s.bottom.held() == 0);
 }
 
-TEMPLATE_TEST_CASE("matrix: one scope is charged once per byte", "[composition]", MATRIX_STACKS) {
+TEMPLATE_TEST_CASE("matrix: one scope is charged once per byte", "[composition][threads]", MATRIX_STACKS) {
   TestType s;
   const std::string name = s.prefix + "scope";
   // Bytes a layer took before the scope began (the std pool's bookkeeping):
@@ -283,7 +284,7 @@ TEMPLATE_TEST_CASE("matrix: one scope is charged once per byte", "[composition]"
   CHECK(scope_entry(name).peak_bytes == static_cast<std::uint64_t>(s.scope_bytes()));
 }
 
-TEMPLATE_TEST_CASE("matrix: nested scopes each see the bytes once", "[composition]", MATRIX_STACKS) {
+TEMPLATE_TEST_CASE("matrix: nested scopes each see the bytes once", "[composition][threads]", MATRIX_STACKS) {
   TestType s;
   const std::string outer = s.prefix + "outer", inner = s.prefix + "outer/inner";
   const std::int64_t before = s.bottom.held();  // see "one scope is charged once per byte"
@@ -327,7 +328,7 @@ TEMPLATE_TEST_CASE("matrix: freed on another thread after the scope ended", "[co
 }
 
 TEMPLATE_TEST_CASE("matrix: a limit refuses the request before upstream is asked, and the run is oom",
-                   "[composition]", MATRIX_STACKS) {
+                   "[composition][threads]", MATRIX_STACKS) {
   TestType s;
   const std::string name = s.prefix + "limited";
   std::int64_t held_before = 0, bookkeeping = 0;
