@@ -54,7 +54,7 @@ TEST_CASE("pause_meter records about elapsed / interval samples", "[pause_meter]
   CHECK(meter.snapshot().count() == after_stop);  // nothing recorded once stopped
 }
 
-TEST_CASE("pause_meter snapshots and resets while running", "[pause_meter][threads]") {
+TEST_CASE("pause_meter snapshots grow while running", "[pause_meter][threads]") {
   pause_meter meter(100us);
   meter.start();
   std::uint64_t last = 0;
@@ -67,9 +67,42 @@ TEST_CASE("pause_meter snapshots and resets while running", "[pause_meter][threa
     last = now;
   }
   CHECK(grew);
+}
+
+TEST_CASE("pause_meter reset while running forgets what was recorded before it", "[pause_meter][threads]") {
+  // Each wake-up records 1 + floor(d / interval) samples for interval + d of
+  // time, and wake-ups cover disjoint stretches of time, so every sample ever
+  // recorded between start and stop fits in elapsed / interval. The samples
+  // seen before the reset and those left after it are disjoint sets, so their
+  // sum must fit too; a reset that forgot nothing would count the first set
+  // twice. No bound on scheduling delays is assumed.
+  const auto interval = 100us;
+  pause_meter meter(interval);
+  const auto begin = std::chrono::steady_clock::now();
+  meter.start();
+  std::uint64_t before_reset = 0;
+  for (int i = 0; i < 500 && before_reset < 100; ++i) {
+    std::this_thread::sleep_for(1ms);
+    before_reset = meter.snapshot().count();
+  }
+  REQUIRE(before_reset >= 100);
   meter.reset();
+  std::this_thread::sleep_for(1ms);
   meter.stop();
-  CHECK(meter.snapshot().count() <= 1);  // at most the wake-up in flight at reset
+  const auto elapsed = std::chrono::steady_clock::now() - begin;
+  const auto intervals = static_cast<std::uint64_t>(elapsed / interval);
+  const auto after_reset = meter.snapshot().count();
+  INFO("elapsed intervals " << intervals << ", before reset " << before_reset << ", after " << after_reset);
+  CHECK(before_reset + after_reset <= intervals);
+}
+
+TEST_CASE("pause_meter reset once stopped leaves no samples", "[pause_meter][threads]") {
+  pause_meter meter(200us);
+  meter.start();
+  std::this_thread::sleep_for(5ms);
+  meter.stop();
+  meter.reset();
+  CHECK(meter.snapshot().count() == 0);
 }
 
 TEST_CASE("pause_meter summary names the percentiles and the interval", "[pause_meter][threads]") {
