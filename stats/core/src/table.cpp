@@ -258,13 +258,6 @@ void compact(scope_table& t) {
   }
 }
 
-std::vector<tag_bytes> named(const std::uint8_t* ids, const std::int64_t* bytes, std::size_t n) {
-  std::vector<tag_bytes> out;
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) out.push_back({std::string(tag_name(ids[i])), bytes[i]});
-  return out;
-}
-
 const char* result_name(std::uint8_t r) {
   switch (static_cast<run_result>(r)) {
     case run_result::ok: return "ok";
@@ -274,26 +267,46 @@ const char* result_name(std::uint8_t r) {
   return "ok";
 }
 
-entry entry_of(const scope_record& r) {
-  entry e;
-  e.name = std::string(r.name());
+// The fields of an account or a folded row, zero for a scope.
+void clear_other_fields(entry& e) noexcept {
+  e.live_bytes = 0;
+  e.allocated_bytes = e.allocations = e.frees = 0;
+  e.live_by_tag.clear();
+  e.folded_entries = e.peak_sum_bytes = 0;
+}
+
+// The table's figures. Lock held.
+table_status status_of(const scope_table& t) noexcept {
+  table_status s;
+  s.max = t.max.load(std::memory_order_relaxed);
+  s.scope_entries = t.records.size();
+  s.folded_rows = t.folded.size();
+  s.folded_entries = t.folded_entries;
+  s.lost_folds = t.lost.load(std::memory_order_relaxed);
+  return s;
+}
+
+// Record r as an entry in `e`, reusing e's strings and vectors.
+void read_scope(const scope_record& r, entry& e) {
+  e.name.assign(r.name());
   e.kind = entry_kind::scope;
   e.peak_bytes = r.max_peak;
-  std::int64_t tag_bytes_at_peak[max_tags];
-  for (std::size_t i = 0; i < r.n_tags; ++i) tag_bytes_at_peak[i] = r.value(i);
-  e.at_peak = named(r.tag_ids(), tag_bytes_at_peak, r.n_tags);
+  e.at_peak.resize(r.n_tags);
+  for (std::size_t i = 0; i < r.n_tags; ++i) {
+    e.at_peak[i].tag.assign(tag_name(r.tag_ids()[i]));
+    e.at_peak[i].bytes = r.value(i);
+  }
   e.count = r.count;
   e.last_peak_bytes = r.last_peak;
+  e.counters.resize(r.n_counters);
   const std::uint8_t* p = r.counter_names();
-  e.counters.reserve(r.n_counters);
   for (std::size_t i = 0; i < r.n_counters; ++i) {
     const std::size_t len = *p & name_len_mask;
-    counter_value c;
+    counter_value& c = e.counters[i];
     c.name.assign(reinterpret_cast<const char*>(p + 1), len);
     c.value = r.value(r.n_tags + 2 * i);
     c.last = r.value(r.n_tags + 2 * i + 1);
     c.at_peak = (*p & at_peak_bit) != 0;
-    e.counters.push_back(std::move(c));
     p += 1 + len;
   }
   e.time_s = r.total_s;
@@ -302,7 +315,12 @@ entry entry_of(const scope_record& r) {
   e.oom_count = r.oom_count;
   e.err_count = r.err_count;
   e.thread = r.thread;
-  return e;
+  clear_other_fields(e);
+}
+
+// Bytes of r: header, name and tail.
+std::size_t record_size(const scope_record& r) noexcept {
+  return sizeof(scope_record) + scope_record::values_offset(r.name_len) + tail_size_of(r);
 }
 
 entry entry_of(const folded_row& f) {
@@ -394,40 +412,90 @@ std::uint64_t lost_folds() noexcept { return scope_table::get().lost.load(std::m
 
 namespace arenastat {
 
-std::vector<entry> snapshot() {
+table_copy table_copy::take() {
+  table_copy c;
   detail::scope_table& t = detail::scope_table::get();
-  std::vector<entry> out;
   std::vector<entry> folded;
   {
     std::lock_guard lock(t.mutex);
-    out.reserve(t.records.size());
-    for (const detail::record_ref& x : t.records) out.push_back(detail::entry_of(*x.r));
+    std::size_t words = 0;
+    for (const detail::record_ref& x : t.records) words += (detail::record_size(*x.r) + 7) / 8;
+    c.records_.resize(words);
+    c.scopes_.reserve(t.records.size());
+    std::size_t at = 0;
+    for (const detail::record_ref& x : t.records) {
+      const std::size_t size = detail::record_size(*x.r);
+      std::memcpy(c.records_.data() + at, x.r, size);
+      c.scopes_.push_back(at);
+      at += (size + 7) / 8;
+    }
     folded.reserve(t.folded.size());
     for (const detail::folded_row& f : t.folded) folded.push_back(detail::entry_of(f));
+    c.status_ = detail::status_of(t);
   }
+  const auto record_at = [&c](std::size_t offset) {
+    return reinterpret_cast<const detail::scope_record*>(c.records_.data() + offset);
+  };
+  std::sort(c.scopes_.begin(), c.scopes_.end(),
+            [&](std::size_t a, std::size_t b) { return record_at(a)->name() < record_at(b)->name(); });
   const auto by_name = [](const entry& a, const entry& b) { return a.name < b.name; };
-  std::sort(out.begin(), out.end(), by_name);
-  const std::size_t scopes = out.size();
   for (account* a : detail::all_accounts()) {
-    account_totals t = a->totals();
+    account_totals totals = a->totals();
     entry e;
     e.name = std::string(a->name());
     e.kind = entry_kind::account;
-    e.peak_bytes = t.peak_bytes;
-    e.at_peak = std::move(t.at_peak);
-    e.live_bytes = t.live_bytes;
-    e.allocated_bytes = t.allocated_bytes;
-    e.allocations = t.allocations;
-    e.frees = t.frees;
-    e.live_by_tag = std::move(t.live_by_tag);
-    out.push_back(std::move(e));
+    e.peak_bytes = totals.peak_bytes;
+    e.at_peak = std::move(totals.at_peak);
+    e.live_bytes = totals.live_bytes;
+    e.allocated_bytes = totals.allocated_bytes;
+    e.allocations = totals.allocations;
+    e.frees = totals.frees;
+    e.live_by_tag = std::move(totals.live_by_tag);
+    c.others_.push_back(std::move(e));
   }
-  std::sort(out.begin() + static_cast<std::ptrdiff_t>(scopes), out.end(), by_name);
+  std::sort(c.others_.begin(), c.others_.end(), by_name);
   std::sort(folded.begin(), folded.end(), [](const entry& a, const entry& b) {
     const bool ao = a.name == detail::other_row, bo = b.name == detail::other_row;
     return ao != bo ? bo : a.name < b.name;
   });
-  for (entry& e : folded) out.push_back(std::move(e));
+  for (entry& e : folded) c.others_.push_back(std::move(e));
+  return c;
+}
+
+table_copy table_copy::of(std::vector<entry> entries) {
+  table_copy c;
+  c.others_ = std::move(entries);
+  return c;
+}
+
+void table_copy::read(std::size_t i, entry& out) const {
+  if (i < scopes_.size()) {
+    detail::read_scope(*reinterpret_cast<const detail::scope_record*>(records_.data() + scopes_[i]), out);
+  } else {
+    out = others_.at(i - scopes_.size());
+  }
+}
+
+entry_kind table_copy::kind(std::size_t i) const noexcept {
+  return i < scopes_.size() ? entry_kind::scope : others_[i - scopes_.size()].kind;
+}
+
+std::string_view table_copy::name(std::size_t i) const noexcept {
+  if (i < scopes_.size()) return reinterpret_cast<const detail::scope_record*>(records_.data() + scopes_[i])->name();
+  return others_[i - scopes_.size()].name;
+}
+
+std::size_t table_copy::bytes_held() const noexcept {
+  std::size_t n = records_.capacity() * sizeof(std::uint64_t) + scopes_.capacity() * sizeof(std::size_t) +
+                  others_.capacity() * sizeof(entry);
+  for (const entry& e : others_) n += e.name.capacity() + (e.at_peak.size() + e.live_by_tag.size()) * sizeof(tag_bytes);
+  return n;
+}
+
+std::vector<entry> snapshot() {
+  const table_copy c = table_copy::take();
+  std::vector<entry> out(c.size());
+  for (std::size_t i = 0; i < c.size(); ++i) c.read(i, out[i]);
   return out;
 }
 
@@ -466,13 +534,7 @@ std::size_t table_max() noexcept {
 table_status table_status_now() {
   detail::scope_table& t = detail::scope_table::get();
   std::lock_guard lock(t.mutex);
-  table_status s;
-  s.max = t.max.load(std::memory_order_relaxed);
-  s.scope_entries = t.records.size();
-  s.folded_rows = t.folded.size();
-  s.folded_entries = t.folded_entries;
-  s.lost_folds = t.lost.load(std::memory_order_relaxed);
-  return s;
+  return detail::status_of(t);
 }
 
 }  // namespace arenastat

@@ -24,6 +24,8 @@
 #include "leaks_internal.hpp"
 #include "leaks_section.hpp"
 #include "quoted.hpp"
+#include "report_internal.hpp"
+#include "sys.hpp"
 
 namespace arenastat {
 
@@ -44,21 +46,20 @@ at_exit_state& state() {
   return *s;
 }
 
-// Returns 0, or the errno of the write that failed.
-int write_all(int fd, const char* data, std::size_t len) noexcept {
-  while (len > 0) {
-    const ssize_t n = ::write(fd, data, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n < 0 ? errno : EIO;
-    data += n;
-    len -= static_cast<std::size_t>(n);
-  }
+using detail::write_all;
+
+void write_stderr(const char* s) noexcept { write_all(2, s); }
+
+// Writes the report of `copy` to fd a chunk at a time. Returns 0, or the errno
+// of the first write that failed (the rest is then not rendered).
+int write_report(int fd, const std::shared_ptr<const table_copy>& copy, const process_info& proc, const report_options& options,
+                 const std::vector<leak>& leaks) {
+  report_stream s = detail::stream_report(copy, proc, options, leaks);
+  std::string_view chunk;
+  while (s.next(chunk))
+    if (const int err = write_all(fd, chunk); err != 0) return err;
   return 0;
 }
-
-int write_all(int fd, const std::string& s) noexcept { return write_all(fd, s.data(), s.size()); }
-
-void write_stderr(const char* s) noexcept { write_all(2, s, std::strlen(s)); }
 
 // Messages of parse_report_options start with "arenastat: "; drop it when the
 // message is embedded in a line that already starts so.
@@ -102,12 +103,18 @@ void print_report_at_exit() noexcept {
   }
   bool leaks_on_stderr = false;
   try {
-    const std::string rendered = render_report(snapshot(), read_process_info(), options);
+    const auto copy = std::make_shared<const table_copy>(table_copy::take());
+    const process_info proc = read_process_info();
     if (to_file && options.format == report_format::prometheus) {
-      write_file_atomically(file, rendered);  // a .prom file for the textfile collector: never half written
+      // A .prom file for the textfile collector: never half written.
+      report_stream s = detail::stream_report(copy, proc, options, {});
+      std::string text;
+      std::string_view chunk;
+      while (s.next(chunk)) text += chunk;
+      write_file_atomically(file, text);
     } else {
       // Prometheus output gets no leaks section: the leak lines then go to stderr.
-      const std::string text = detail::with_leaks_section(rendered, leaks, options.format);
+      const std::vector<leak> section = options.format == report_format::prometheus ? std::vector<leak>{} : leaks;
       int fd = 2;
       if (to_file) {
         fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -117,14 +124,14 @@ void print_report_at_exit() noexcept {
           fd = 2;
         }
       }
-      int err = write_all(fd, text);
+      int err = write_report(fd, copy, proc, options, section);
       if (fd != 2) {
         // A full disk may show only at close (NFS, quotas): both are checked.
         if (::close(fd) != 0 && err == 0) err = errno;
         if (err != 0) {
           write_all(2, "arenastat: cannot write the at-exit report to ARENASTAT_AT_EXIT_FILE " +
                            detail::quoted(file) + ": " + std::strerror(err) + "; printing it to stderr\n");
-          write_all(2, text);
+          write_report(2, copy, proc, options, section);  // rendered again from the same copy
           fd = 2;  // the report, with its leaks section, is on stderr after all
         }
       }

@@ -1,44 +1,40 @@
 // Rendering leaks at exit: the report's `leaks` section (text and JSON) and
 // the stderr lines printed when no report goes to stderr.
-#include <nlohmann/json.hpp>
-
 #include "leaks_section.hpp"
 
 namespace arenastat::detail {
 
-std::string with_leaks_section(std::string report, const std::vector<leak>& leaks, report_format format) {
-  if (leaks.empty() || format == report_format::prometheus) return report;
-  if (format != report_format::json) {
-    report += "\nLeaks (" + std::to_string(leaks.size()) + "):\n";
-    for (const leak& l : leaks) report += "  " + describe_leak(l) + "\n";
-    return report;
-  }
-  using ojson = nlohmann::ordered_json;
-  ojson array = ojson::array();
+void append_leaks_text(std::string& out, const std::vector<leak>& leaks) {
+  if (leaks.empty()) return;
+  out += "\nLeaks (" + std::to_string(leaks.size()) + "):\n";
+  for (const leak& l : leaks) out += "  " + describe_leak(l) + "\n";
+}
+
+void leaks_json(json_writer& w, const std::vector<leak>& leaks) {
+  w.begin_array();
   for (const leak& l : leaks) {
-    ojson j;
+    w.begin_object();
     if (l.kind == leak::source::account) {
-      j["kind"] = "account";
-      j["name"] = l.name;
-      j["live_bytes"] = l.live_bytes;
-      j["blocks"] = l.blocks;
-      j["peak_bytes"] = l.peak_bytes;
-      j["live_by_tag"] = ojson::object();
-      for (const tag_bytes& t : l.live_by_tag) j["live_by_tag"][t.tag] = t.bytes;
+      w.field("kind", "account");
+      w.field("name", l.name);
+      w.field("live_bytes", l.live_bytes);
+      w.field("blocks", l.blocks);
+      w.field("peak_bytes", l.peak_bytes);
+      w.key("live_by_tag").begin_object();
+      for (const tag_bytes& t : l.live_by_tag) w.field(t.tag, t.bytes);
+      w.end_object();
     } else {
-      j["kind"] = "arena_chunks";
-      j["tag"] = l.tag;
-      j["scope"] = l.name.empty() ? ojson(nullptr) : ojson(l.name);
-      j["live_bytes"] = l.live_bytes;
-      j["chunks"] = l.blocks;
+      w.field("kind", "arena_chunks");
+      w.field("tag", l.tag);
+      w.key("scope");
+      if (l.name.empty()) w.null();
+      else w.value(l.name);
+      w.field("live_bytes", l.live_bytes);
+      w.field("chunks", l.blocks);
     }
-    array.push_back(std::move(j));
+    w.end_object();
   }
-  // The report is one object on one line, "{...}\n": the array goes in last.
-  const auto close = report.rfind('}');
-  if (close == std::string::npos) return report;
-  report.insert(close, ",\"leaks\":" + array.dump(-1, ' ', false, ojson::error_handler_t::replace));
-  return report;
+  w.end_array();
 }
 
 std::string leak_lines_at_exit(const std::vector<leak>& leaks) {

@@ -6,12 +6,15 @@
 
 #include "arenastat/leaks.hpp"
 #include "arenastat/report.hpp"
+#include "json_writer.hpp"
 
 namespace arenastat::detail {
 
-// Appends the leaks to a rendered report: text and tree get a section
-//   "\nLeaks (N):\n  <describe_leak>\n..."; JSON gets a "leaks" array in its object.
-std::string with_leaks_section(std::string report, const std::vector<leak>& leaks, report_format format);
+// The report's leaks section: text and tree get
+//   "\nLeaks (N):\n  <describe_leak>\n..." (nothing when there are none);
+// JSON gets a "leaks" member holding this array.
+void append_leaks_text(std::string& out, const std::vector<leak>& leaks);
+void leaks_json(json_writer& w, const std::vector<leak>& leaks);
 
 // One stderr line per leak: "arenastat: leak at exit: <describe_leak>\n".
 std::string leak_lines_at_exit(const std::vector<leak>& leaks);

@@ -12,11 +12,15 @@
 #include "arenastat/html.hpp"
 #include "arenastat/size.hpp"
 #include "arenastat/prometheus.hpp"
+#include "chunk_stream.hpp"
 #include "json_writer.hpp"
+#include "leaks_section.hpp"
 #include "report_internal.hpp"
 #include "text_escape.hpp"
 
 namespace arenastat {
+
+using detail::chunk_stream;
 
 // ---------------------------------------------------------------- options
 
@@ -152,17 +156,23 @@ const char* sort_name(sort_key k) {
   return "peak";
 }
 
-std::uint64_t count_of(const entry& e) { return figures_of(e).count; }
-std::int64_t live_of(const entry& e) { return figures_of(e).live; }
+// What ordering and filtering need of an entry, read once.
+struct row_key {
+  std::size_t index = 0;  // in the table copy
+  entry_kind kind = entry_kind::scope;
+  std::uint64_t peak = 0, count = 0;
+  std::int64_t live = 0;
+  std::string_view name;
+};
 
 // Strict weak order: the sort key, then peak (largest first), name, kind.
-bool comes_before(const entry& a, const entry& b, sort_key key) {
+bool comes_before(const row_key& a, const row_key& b, sort_key key) {
   switch (key) {
     case sort_key::count:
-      if (count_of(a) != count_of(b)) return count_of(a) > count_of(b);
+      if (a.count != b.count) return a.count > b.count;
       break;
     case sort_key::live:
-      if (live_of(a) != live_of(b)) return live_of(a) > live_of(b);
+      if (a.live != b.live) return a.live > b.live;
       break;
     case sort_key::name:
       if (a.name != b.name) return a.name < b.name;
@@ -170,55 +180,73 @@ bool comes_before(const entry& a, const entry& b, sort_key key) {
     case sort_key::peak:
       break;
   }
-  if (a.peak_bytes != b.peak_bytes) return a.peak_bytes > b.peak_bytes;
+  if (a.peak != b.peak) return a.peak > b.peak;
   if (a.name != b.name) return a.name < b.name;
-  return a.kind == entry_kind::scope && b.kind == entry_kind::account;
+  if (a.kind != b.kind) return a.kind == entry_kind::scope && b.kind == entry_kind::account;
+  return a.index < b.index;
 }
 
-// The entries a report shows: -s filter, sort, then --top. Folded rows are
-// not entries to choose from: they are always shown, in their own section.
+// The entries a report shows, as indices into the table copy: -s filter, sort,
+// then --top. Folded rows are not entries to choose from: they are always
+// shown, in their own section.
 struct selection {
-  std::vector<const entry*> shown;
-  std::vector<const entry*> folded;
+  std::vector<std::size_t> shown;
+  std::vector<std::size_t> folded;
   std::size_t omitted_small = 0;  // peak below -s
   std::size_t omitted_top = 0;    // cut by --top
   std::size_t scopes = 0, accounts = 0;  // in the table, before -s and --top
 };
 
-selection select(const std::vector<entry>& entries, const report_options& o) {
+// Reads each entry once (into one reused entry); with --top=N only the N
+// first keys are sorted (partial sort).
+selection select(const table_copy& c, const report_options& o) {
   selection s;
-  for (const entry& e : entries) {
+  std::vector<row_key> keys;
+  entry e;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    c.read(i, e);
     if (e.kind == entry_kind::folded) {
-      s.folded.push_back(&e);
+      s.folded.push_back(i);
       continue;
     }
     ++(e.kind == entry_kind::scope ? s.scopes : s.accounts);
-    if (e.peak_bytes < o.min_size) ++s.omitted_small;
-    else s.shown.push_back(&e);
+    if (e.peak_bytes < o.min_size) {
+      ++s.omitted_small;
+      continue;
+    }
+    const entry_figures f = figures_of(e);
+    keys.push_back({i, e.kind, f.peak, f.count, f.live, c.name(i)});
   }
-  std::stable_sort(s.shown.begin(), s.shown.end(),
-                   [&](const entry* a, const entry* b) { return comes_before(*a, *b, o.sort); });
-  if (o.top && s.shown.size() > *o.top) {
-    s.omitted_top = s.shown.size() - *o.top;
-    s.shown.resize(*o.top);
+  const auto before = [&](const row_key& a, const row_key& b) { return comes_before(a, b, o.sort); };
+  std::size_t n = keys.size();
+  if (o.top && n > *o.top) {
+    s.omitted_top = n - *o.top;
+    n = *o.top;
+    std::partial_sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(n), keys.end(), before);
+  } else {
+    std::sort(keys.begin(), keys.end(), before);
   }
+  s.shown.reserve(n);
+  for (std::size_t k = 0; k < n; ++k) s.shown.push_back(keys[k].index);
   return s;
 }
 
-std::vector<const entry*> of_kind(const std::vector<const entry*>& v, entry_kind k) {
-  std::vector<const entry*> out;
-  for (const entry* e : v)
-    if (e->kind == k) out.push_back(e);
+std::vector<std::size_t> of_kind(const table_copy& c, const std::vector<std::size_t>& v, entry_kind k) {
+  std::vector<std::size_t> out;
+  for (const std::size_t i : v)
+    if (c.kind(i) == k) out.push_back(i);
   return out;
 }
 
 // Tags present (non-zero at the peak) in any of the entries, in name order.
-std::vector<std::string> tags_at_peak(const std::vector<const entry*>& v) {
+std::vector<std::string> tags_at_peak(const table_copy& c, const std::vector<std::size_t>& v) {
   std::vector<std::string> tags;
-  for (const entry* e : v)
-    for (const tag_bytes& t : e->at_peak)
-      if (t.bytes != 0 && std::find(tags.begin(), tags.end(), t.tag) == tags.end())
-        tags.push_back(t.tag);
+  entry e;
+  for (const std::size_t i : v) {
+    c.read(i, e);
+    for (const tag_bytes& t : e.at_peak)
+      if (t.bytes != 0 && std::find(tags.begin(), tags.end(), t.tag) == tags.end()) tags.push_back(t.tag);
+  }
   std::sort(tags.begin(), tags.end());
   return tags;
 }
@@ -254,32 +282,25 @@ void append_omitted(std::string& out, const selection& s, const report_options& 
 
 // ---------------------------------------------------------------- text
 
-// Column-aligned rows: every column but the last is padded to its widest cell
-// (numbers right-aligned); the last column (the name) is never padded.
-class text_table {
+// Column-aligned lines: every column but the last is padded to its widest cell
+// (numbers right-aligned); the last column (the name) is never padded. Widths
+// are measured in a first pass over the rows, so the rows can be printed in a
+// second pass as they are made (a report of N rows holds one row).
+class text_columns {
  public:
   void column(std::string header, bool right) {
+    width_.push_back(header.size());
     headers_.push_back(std::move(header));
     right_.push_back(right);
   }
-  void row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
-
-  void render(std::string& out) const {
-    std::vector<std::size_t> width(headers_.size());
-    for (std::size_t c = 0; c < headers_.size(); ++c) {
-      width[c] = headers_[c].size();
-      for (const auto& r : rows_) width[c] = std::max(width[c], r[c].size());
-    }
-    line(out, headers_, width);
-    for (const auto& r : rows_) line(out, r, width);
+  void measure(const std::vector<std::string>& cells) {
+    for (std::size_t c = 0; c < cells.size(); ++c) width_[c] = std::max(width_[c], cells[c].size());
   }
-
- private:
-  void line(std::string& out, const std::vector<std::string>& cells,
-            const std::vector<std::size_t>& width) const {
+  void header(std::string& out) const { line(out, headers_); }
+  void line(std::string& out, const std::vector<std::string>& cells) const {
     const std::size_t last = cells.size() - 1;
     for (std::size_t c = 0; c < cells.size(); ++c) {
-      const std::size_t pad = c == last ? 0 : width[c] - cells[c].size();
+      const std::size_t pad = c == last ? 0 : width_[c] - cells[c].size();
       if (right_[c]) out.append(pad, ' ');
       out += cells[c];
       if (!right_[c]) out.append(pad, ' ');
@@ -288,8 +309,27 @@ class text_table {
     out += '\n';
   }
 
+ private:
   std::vector<std::string> headers_;
   std::vector<bool> right_;
+  std::vector<std::size_t> width_;
+};
+
+// A small table kept whole (the folded rows, the tree).
+class text_table {
+ public:
+  void column(std::string header, bool right) { columns_.column(std::move(header), right); }
+  void row(std::vector<std::string> cells) {
+    columns_.measure(cells);
+    rows_.push_back(std::move(cells));
+  }
+  void render(std::string& out) const {
+    columns_.header(out);
+    for (const auto& r : rows_) columns_.line(out, r);
+  }
+
+ private:
+  text_columns columns_;
   std::vector<std::vector<std::string>> rows_;
 };
 
@@ -336,82 +376,123 @@ std::string section_head(const char* title, std::size_t shown, std::size_t in_ta
   return std::string(title) + " (" + n + "):\n";
 }
 
-void append_scopes(std::string& out, const std::vector<const entry*>& scopes, std::size_t in_table, bool human) {
-  if (scopes.empty()) {
-    out += in_table == 0 ? std::string("Scopes: none shown\n")
-                         : "Scopes: none shown of " + std::to_string(in_table) + "\n";
-    return;
+// One section of rows (scopes or accounts): columns measured over every row
+// first, then the rows printed a chunk at a time.
+struct row_section {
+  using cells_fn = void (*)(const entry&, const std::vector<std::string>& tags, bool human,
+                            std::vector<std::string>& cells);
+  const table_copy* copy = nullptr;
+  std::vector<std::size_t> rows;
+  std::vector<std::string> tags;
+  text_columns columns;
+  cells_fn cells = nullptr;
+  bool human = false;
+
+  void measure() {
+    entry e;
+    std::vector<std::string> r;
+    for (const std::size_t i : rows) {
+      copy->read(i, e);
+      cells(e, tags, human, r);
+      columns.measure(r);
+    }
   }
-  out += section_head("Scopes", scopes.size(), in_table);
-  const auto tags = tags_at_peak(scopes);
-  text_table t;
-  t.column("peak", true);
-  for (const auto& tag : tags) t.column(tag, true);
-  t.column("counters", false);
-  t.column("count", true);
-  t.column("time", true);
-  t.column("result", false);
-  t.column("thread", true);
-  t.column("name", false);
-  for (const entry* e : scopes) {
-    std::vector<std::string> r{fmt_size(e->peak_bytes, human)};
-    for (const auto& tag : tags) r.push_back(fmt_signed(tag_at_peak(*e, tag), human));
-    r.push_back(counters_cell(*e));
-    r.push_back(std::to_string(e->count));
-    r.push_back(fmt_fixed(e->time_s, 3));
-    r.push_back(result_cell(*e));
-    r.push_back(std::to_string(e->thread));
-    r.push_back(detail::escape_text(e->name));
-    t.row(std::move(r));
+  // Prints rows from k on until `out` holds a chunk; returns the next row.
+  std::size_t print(std::string& out, std::size_t k) const {
+    entry e;
+    std::vector<std::string> r;
+    for (; k < rows.size() && out.size() < detail::chunk_bytes; ++k) {
+      copy->read(rows[k], e);
+      cells(e, tags, human, r);
+      columns.line(out, r);
+    }
+    return k;
   }
-  t.render(out);
+};
+
+void scope_cells(const entry& e, const std::vector<std::string>& tags, bool human, std::vector<std::string>& r) {
+  r.clear();
+  r.push_back(fmt_size(e.peak_bytes, human));
+  for (const auto& tag : tags) r.push_back(fmt_signed(tag_at_peak(e, tag), human));
+  r.push_back(counters_cell(e));
+  r.push_back(std::to_string(e.count));
+  r.push_back(fmt_fixed(e.time_s, 3));
+  r.push_back(result_cell(e));
+  r.push_back(std::to_string(e.thread));
+  r.push_back(detail::escape_text(e.name));
 }
 
-void append_accounts(std::string& out, const std::vector<const entry*>& accounts, std::size_t in_table,
-                     bool human) {
-  if (accounts.empty()) {
-    out += in_table == 0 ? std::string("Accounts: none shown\n")
-                         : "Accounts: none shown of " + std::to_string(in_table) + "\n";
+void account_cells(const entry& e, const std::vector<std::string>& tags, bool human, std::vector<std::string>& r) {
+  r.clear();
+  r.push_back(fmt_size(e.peak_bytes, human));
+  r.push_back(fmt_signed(e.live_bytes, human));
+  r.push_back(fmt_size(e.allocated_bytes, human));
+  r.push_back(std::to_string(e.allocations));
+  r.push_back(std::to_string(e.frees));
+  for (const auto& tag : tags) r.push_back(fmt_signed(tag_at_peak(e, tag), human));
+  r.push_back(detail::escape_text(e.name));
+}
+
+row_section scope_section(const table_copy& c, std::vector<std::size_t> rows, bool human) {
+  row_section s{.copy = &c, .rows = std::move(rows), .cells = scope_cells, .human = human};
+  s.tags = tags_at_peak(c, s.rows);
+  s.columns.column("peak", true);
+  for (const auto& tag : s.tags) s.columns.column(tag, true);
+  s.columns.column("counters", false);
+  s.columns.column("count", true);
+  s.columns.column("time", true);
+  s.columns.column("result", false);
+  s.columns.column("thread", true);
+  s.columns.column("name", false);
+  s.measure();
+  return s;
+}
+
+row_section account_section(const table_copy& c, std::vector<std::size_t> rows, bool human) {
+  row_section s{.copy = &c, .rows = std::move(rows), .cells = account_cells, .human = human};
+  s.tags = tags_at_peak(c, s.rows);
+  s.columns.column("peak", true);
+  s.columns.column("live", true);
+  s.columns.column("allocated", true);
+  s.columns.column("allocations", true);
+  s.columns.column("frees", true);
+  for (const auto& tag : s.tags) s.columns.column(tag, true);
+  s.columns.column("name", false);
+  s.measure();
+  return s;
+}
+
+// "Scopes (3):" (or "Scopes: none shown") and the column headers.
+void section_start(std::string& out, const char* title, const row_section& s, std::size_t in_table) {
+  if (s.rows.empty()) {
+    out += std::string(title) + ": none shown" + (in_table == 0 ? "" : " of " + std::to_string(in_table)) + "\n";
     return;
   }
-  out += section_head("Accounts", accounts.size(), in_table);
-  const auto tags = tags_at_peak(accounts);
-  text_table t;
-  t.column("peak", true);
-  t.column("live", true);
-  t.column("allocated", true);
-  t.column("allocations", true);
-  t.column("frees", true);
-  for (const auto& tag : tags) t.column(tag, true);
-  t.column("name", false);
-  for (const entry* e : accounts) {
-    std::vector<std::string> r{fmt_size(e->peak_bytes, human), fmt_signed(e->live_bytes, human),
-                               fmt_size(e->allocated_bytes, human),
-                               std::to_string(e->allocations), std::to_string(e->frees)};
-    for (const auto& tag : tags) r.push_back(fmt_signed(tag_at_peak(*e, tag), human));
-    r.push_back(detail::escape_text(e->name));
-    t.row(std::move(r));
-  }
-  t.render(out);
+  out += section_head(title, s.rows.size(), in_table);
+  s.columns.header(out);
 }
 
 // The table's own state: said only when the cap folded entries or runs were lost.
-void append_table(std::string& out, const selection& s, const table_status& table, bool human) {
+void append_table(std::string& out, const table_copy& c, const selection& s, const table_status& table,
+                  bool human) {
   if (!s.folded.empty()) {
     std::uint64_t folded = 0;
-    for (const entry* e : s.folded) folded += e->folded_entries;
-    out += "\nFolded: " + plural(folded, "scope entry", "scope entries") + " past the table cap" +
-           (table.max != 0 ? " of " + std::to_string(table.max) : std::string()) +
-           " (ARENASTAT_TABLE_MAX), by name prefix:\n";
+    entry e;
     text_table t;
     t.column("entries", true);
     t.column("runs", true);
     t.column("peak sum", true);
     t.column("peak max", true);
     t.column("name", false);
-    for (const entry* e : s.folded)
-      t.row({std::to_string(e->folded_entries), std::to_string(e->count), fmt_size(e->peak_sum_bytes, human),
-             fmt_size(e->peak_bytes, human), detail::escape_text(e->name)});
+    for (const std::size_t i : s.folded) {
+      c.read(i, e);
+      folded += e.folded_entries;
+      t.row({std::to_string(e.folded_entries), std::to_string(e.count), fmt_size(e.peak_sum_bytes, human),
+             fmt_size(e.peak_bytes, human), detail::escape_text(e.name)});
+    }
+    out += "\nFolded: " + plural(folded, "scope entry", "scope entries") + " past the table cap" +
+           (table.max != 0 ? " of " + std::to_string(table.max) : std::string()) +
+           " (ARENASTAT_TABLE_MAX), by name prefix:\n";
     t.render(out);
   }
   if (table.lost_folds != 0)
@@ -419,14 +500,19 @@ void append_table(std::string& out, const selection& s, const table_status& tabl
            " lost: out of memory while folding into the table)\n";
 }
 
-void append_totals(std::string& out, const std::vector<const entry*>& scopes,
-                   const std::vector<const entry*>& accounts, bool human) {
+void append_totals(std::string& out, const table_copy& c, const std::vector<std::size_t>& scopes,
+                   const std::vector<std::size_t>& accounts, bool human) {
   std::uint64_t scope_peaks = 0, account_peaks = 0;
   std::int64_t account_live = 0;
-  for (const entry* e : scopes) scope_peaks += e->peak_bytes;
-  for (const entry* e : accounts) {
-    account_peaks += e->peak_bytes;
-    account_live += e->live_bytes;
+  entry e;
+  for (const std::size_t i : scopes) {
+    c.read(i, e);
+    scope_peaks += e.peak_bytes;
+  }
+  for (const std::size_t i : accounts) {
+    c.read(i, e);
+    account_peaks += e.peak_bytes;
+    account_live += e.live_bytes;
   }
   out += "Total: " + plural(scopes.size() + accounts.size(), "entry", "entries") +
          " shown; scope peaks sum to " + fmt_size(scope_peaks, human) +
@@ -434,23 +520,43 @@ void append_totals(std::string& out, const std::vector<const entry*>& scopes,
          fmt_signed(account_live, human) + '\n';
 }
 
-std::string render_text(const selection& s, const process_info& p, const report_options& o,
-                        const table_status& table) {
+// What the stream renders: the copy, its selection and everything around it.
+struct report_input {
+  std::shared_ptr<const table_copy> copy;
+  selection chosen;
+  process_info process;
+  report_options options;
+  table_status table;
+  std::vector<leak> leaks;  // the at-exit report's leaks section (empty: none)
+};
+
+chunk_stream text_stream(report_input in) {
+  const table_copy& c = *in.copy;
+  const bool human = in.options.human;
   std::string out = "arenastat report\n";
   out += legend;
   out += '\n';
-  append_process_lines(out, p, o.human);
+  append_process_lines(out, in.process, human);
   out += '\n';
-  const auto scopes = of_kind(s.shown, entry_kind::scope);
-  const auto accounts = of_kind(s.shown, entry_kind::account);
-  append_scopes(out, scopes, s.scopes, o.human);
+  const row_section scopes = scope_section(c, of_kind(c, in.chosen.shown, entry_kind::scope), human);
+  section_start(out, "Scopes", scopes, in.chosen.scopes);
+  for (std::size_t k = 0; k < scopes.rows.size();) {
+    k = scopes.print(out, k);
+    if (out.size() >= detail::chunk_bytes) co_yield out;
+  }
   out += '\n';
-  append_accounts(out, accounts, s.accounts, o.human);
+  const row_section accounts = account_section(c, of_kind(c, in.chosen.shown, entry_kind::account), human);
+  section_start(out, "Accounts", accounts, in.chosen.accounts);
+  for (std::size_t k = 0; k < accounts.rows.size();) {
+    k = accounts.print(out, k);
+    if (out.size() >= detail::chunk_bytes) co_yield out;
+  }
   out += '\n';
-  append_totals(out, scopes, accounts, o.human);
-  append_omitted(out, s, o);
-  append_table(out, s, table, o.human);
-  return out;
+  append_totals(out, c, scopes.rows, accounts.rows, human);
+  append_omitted(out, in.chosen, in.options);
+  append_table(out, c, in.chosen, in.table, human);
+  detail::append_leaks_text(out, in.leaks);
+  co_yield out;
 }
 
 // ---------------------------------------------------------------- tree
@@ -515,11 +621,15 @@ void tree_rows(text_table& t, const tree_node& n, std::uint64_t parent, std::uin
   for (const tree_node* k : kids) tree_rows(t, *k, n.size, root, depth + 1, human);
 }
 
-void append_tree(std::string& out, const std::vector<const entry*>& v, const char* root_label,
-                 bool human) {
+void append_tree(std::string& out, const table_copy& c, const std::vector<std::size_t>& v,
+                 const char* root_label, bool human) {
   tree_node root;
   root.label = root_label;
-  for (const entry* e : v) insert_path(root, *e);
+  entry e;
+  for (const std::size_t i : v) {
+    c.read(i, e);
+    insert_path(root, e);
+  }
   compute_sizes(root);
   out += std::string(root_label) + " tree (" + plural(v.size(), "entry", "entries") + "):\n";
   text_table t;
@@ -531,24 +641,27 @@ void append_tree(std::string& out, const std::vector<const entry*>& v, const cha
   t.render(out);
 }
 
-std::string render_tree(const selection& s, const process_info& p, const report_options& o,
-                        const table_status& table) {
+chunk_stream tree_stream(report_input in) {
+  const table_copy& c = *in.copy;
+  const bool human = in.options.human;
   std::string out = "arenastat report (tree)\n";
   out +=
       "Names split on '/' form the tree; size is the sum of the peaks of the entries at and\n"
       "below a node; parent and root are its share of its parent and of the tree's root.\n\n";
-  append_process_lines(out, p, o.human);
+  append_process_lines(out, in.process, human);
   out += '\n';
-  const auto scopes = of_kind(s.shown, entry_kind::scope);
-  const auto accounts = of_kind(s.shown, entry_kind::account);
-  append_tree(out, scopes, "scopes", o.human);
+  const auto scopes = of_kind(c, in.chosen.shown, entry_kind::scope);
+  const auto accounts = of_kind(c, in.chosen.shown, entry_kind::account);
+  append_tree(out, c, scopes, "scopes", human);
+  co_yield out;
   out += '\n';
-  append_tree(out, accounts, "accounts", o.human);
+  append_tree(out, c, accounts, "accounts", human);
   out += '\n';
-  append_totals(out, scopes, accounts, o.human);
-  append_omitted(out, s, o);
-  append_table(out, s, table, o.human);
-  return out;
+  append_totals(out, c, scopes, accounts, human);
+  append_omitted(out, in.chosen, in.options);
+  append_table(out, c, in.chosen, in.table, human);
+  detail::append_leaks_text(out, in.leaks);
+  co_yield out;
 }
 
 // ---------------------------------------------------------------- json
@@ -603,15 +716,16 @@ void entry_json(detail::json_writer& w, const entry& e) {
   w.end_object();
 }
 
-std::string render_json(const selection& s, const process_info& p, const report_options& o,
-                        const table_status& table) {
+chunk_stream json_stream(report_input in) {
+  const table_copy& c = *in.copy;
+  const report_options& o = in.options;
   std::string out;
   detail::json_writer w(out);
   w.begin_object();
   w.field("version", 1);
-  w.field("pid", p.pid);
+  w.field("pid", in.process.pid);
   w.key("process");
-  detail::write_process_json(w, p, /*with_pid=*/false);
+  detail::write_process_json(w, in.process, /*with_pid=*/false);
   w.key("options").begin_object();
   w.field("min_size_bytes", o.min_size);
   w.field("sort", sort_name(o.sort));
@@ -619,24 +733,72 @@ std::string render_json(const selection& s, const process_info& p, const report_
   if (o.top) w.value(std::uint64_t{*o.top});
   else w.null();
   w.end_object();
-  w.field("omitted_smaller", std::uint64_t{s.omitted_small});
-  w.field("omitted_beyond_top", std::uint64_t{s.omitted_top});
+  w.field("omitted_smaller", std::uint64_t{in.chosen.omitted_small});
+  w.field("omitted_beyond_top", std::uint64_t{in.chosen.omitted_top});
   w.key("table").begin_object();
-  w.field("max", std::uint64_t{table.max});
-  w.field("scope_entries", std::uint64_t{s.scopes});
-  w.field("account_entries", std::uint64_t{s.accounts});
-  w.field("folded_entries", table.folded_entries);
-  w.field("lost_folds", table.lost_folds);
+  w.field("max", std::uint64_t{in.table.max});
+  w.field("scope_entries", std::uint64_t{in.chosen.scopes});
+  w.field("account_entries", std::uint64_t{in.chosen.accounts});
+  w.field("folded_entries", in.table.folded_entries);
+  w.field("lost_folds", in.table.lost_folds);
   w.end_object();
+  entry e;
   w.key("entries").begin_array();
-  for (const entry* e : s.shown) entry_json(w, *e);
+  for (const std::size_t i : in.chosen.shown) {
+    c.read(i, e);
+    entry_json(w, e);
+    if (out.size() >= detail::chunk_bytes) co_yield out;  // the writer only appends: out may be emptied
+  }
   w.end_array();
   w.key("folded").begin_array();
-  for (const entry* e : s.folded) entry_json(w, *e);
+  for (const std::size_t i : in.chosen.folded) {
+    c.read(i, e);
+    entry_json(w, e);
+  }
   w.end_array();
+  if (!in.leaks.empty()) {
+    w.key("leaks");
+    detail::leaks_json(w, in.leaks);
+  }
   w.end_object();
   out += '\n';
-  return out;
+  co_yield out;
+}
+
+// A text made whole elsewhere, handed over in chunks.
+chunk_stream whole_text(std::string text) {
+  std::string out;
+  for (std::size_t at = 0; at < text.size(); at += detail::chunk_bytes) {
+    out.assign(text, at, detail::chunk_bytes);
+    co_yield out;
+  }
+}
+
+chunk_stream stream_of(report_input in) {
+  switch (in.options.format) {
+    case report_format::prometheus: {  // every entry: -s, --sort, --top do not apply
+      std::vector<entry> entries(in.copy->size());
+      for (std::size_t i = 0; i < entries.size(); ++i) in.copy->read(i, entries[i]);
+      return whole_text(render_metrics(entries, in.process, read_table_figures(entries),
+                                       {.depth = metrics_depth_from_env()}));
+    }
+    case report_format::html: {
+      std::vector<entry> entries(in.copy->size());
+      for (std::size_t i = 0; i < entries.size(); ++i) in.copy->read(i, entries[i]);
+      std::string page = render_html(entries, in.process, in.options, in.table);
+      detail::append_leaks_text(page, in.leaks);
+      return whole_text(std::move(page));
+    }
+    case report_format::json:
+      in.chosen = select(*in.copy, in.options);
+      return json_stream(std::move(in));
+    case report_format::tree:
+      in.chosen = select(*in.copy, in.options);
+      return tree_stream(std::move(in));
+    case report_format::text: break;
+  }
+  in.chosen = select(*in.copy, in.options);
+  return text_stream(std::move(in));
 }
 
 }  // namespace
@@ -667,24 +829,57 @@ entry_figures figures_of(const entry& e) noexcept {
 
 std::string render_report(const std::vector<entry>& entries, const process_info& proc,
                           const report_options& options, const table_status& table) {
-  if (options.format == report_format::prometheus) {  // every entry: -s, --sort, --top do not apply
-    return render_metrics(entries, proc, read_table_figures(entries), {.depth = metrics_depth_from_env()});
-  }
-  if (options.format == report_format::html) return render_html(entries, proc, options, table);
-  const selection s = select(entries, options);
-  switch (options.format) {
-    case report_format::json: return render_json(s, proc, options, table);
-    case report_format::tree: return render_tree(s, proc, options, table);
-    case report_format::text:
-    case report_format::html:
-    case report_format::prometheus: break;
-  }
-  return render_text(s, proc, options, table);
+  return stream_of({.copy = std::make_shared<const table_copy>(table_copy::of(entries)),
+                    .process = proc,
+                    .options = options,
+                    .table = table})
+      .rest();
+}
+
+struct report_stream::state {
+  chunk_stream chunks;
+  std::size_t held = 0;
+};
+
+report_stream::report_stream(std::unique_ptr<state> s) noexcept : s_(std::move(s)) {}
+report_stream::report_stream(report_stream&&) noexcept = default;
+report_stream& report_stream::operator=(report_stream&&) noexcept = default;
+report_stream::~report_stream() = default;
+
+bool report_stream::next(std::string_view& chunk) {
+  if (!s_) return false;
+  if (s_->chunks.next(chunk)) return true;
+  s_.reset();  // the copy goes as soon as the last chunk was taken
+  return false;
+}
+
+std::size_t report_stream::bytes_held() const noexcept { return s_ ? s_->held + detail::chunk_bytes : 0; }
+
+report_stream stream_report(std::string_view options) {
+  const report_options o = parse_report_options(options);  // a bad option throws before the copy
+  return detail::stream_report(std::make_shared<const table_copy>(table_copy::take()), read_process_info(), o, {});
 }
 
 std::string report(std::string_view options) {
-  const report_options o = parse_report_options(options);
-  return render_report(snapshot(), read_process_info(), o, table_status_now());
+  report_stream s = stream_report(options);
+  std::string out;
+  std::string_view chunk;
+  while (s.next(chunk)) out += chunk;
+  return out;
 }
+
+namespace detail {
+
+report_stream stream_report(std::shared_ptr<const table_copy> copy, const process_info& proc,
+                            const report_options& options, std::vector<leak> leaks) {
+  auto s = std::make_unique<report_stream::state>();
+  s->held = copy->bytes_held();
+  const table_status table = copy->status();
+  s->chunks = stream_of({.copy = std::move(copy), .process = proc, .options = options, .table = table,
+                         .leaks = std::move(leaks)});
+  return report_stream(std::move(s));
+}
+
+}  // namespace detail
 
 }  // namespace arenastat

@@ -1,6 +1,10 @@
 // Shared pieces of the report room used by the control commands. Not installed.
 #pragma once
 #include "arenastat/report.hpp"
+#include <memory>
+#include <vector>
+
+#include "arenastat/leaks.hpp"
 #include "json_writer.hpp"
 
 namespace arenastat::detail {
@@ -9,5 +13,10 @@ namespace arenastat::detail {
 // rss_anon_bytes, jemalloc?: {allocated_bytes, active_bytes, resident_bytes,
 // mapped_bytes}} (the report's "process" member and `process --json`).
 void write_process_json(json_writer& w, const process_info& p, bool with_pid);
+
+// The report of `copy` as a stream, with the at-exit leaks section when
+// `leaks` is not empty (text: "Leaks (N):" lines; JSON: a "leaks" member).
+report_stream stream_report(std::shared_ptr<const table_copy> copy, const process_info& proc,
+                            const report_options& options, std::vector<leak> leaks);
 
 }  // namespace arenastat::detail

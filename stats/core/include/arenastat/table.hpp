@@ -76,6 +76,55 @@ struct entry {
   std::uint64_t peak_sum_bytes = 0;        // sum of their largest peaks
 };
 
+// What the reports say about the table itself.
+struct table_status {
+  std::size_t max = 0;                 // table_max()
+  std::size_t scope_entries = 0;       // kept scope entries
+  std::size_t folded_rows = 0;         // overflow rows
+  std::uint64_t folded_entries = 0;    // scope entries folded since start
+  std::uint64_t lost_folds = 0;        // runs that could not be stored (out of memory)
+  bool operator==(const table_status&) const = default;
+};
+
+// A consistent copy of the table in its own compact form: the scope records
+// are copied byte for byte under the table's lock (one buffer, about what the
+// table itself costs per entry, no std::string or vector per entry), with the
+// accounts' totals and the folded rows. Entries are read from it one at a
+// time, so a report of N entries holds one `entry`, not N. Streamed reports,
+// --top and snapshot() read the table through it.
+class table_copy {
+ public:
+  // Takes the copy now (the table's lock is held for the byte copy only).
+  static table_copy take();
+  // A copy holding exactly `entries`, in their order (render_report over
+  // entries taken earlier, tests).
+  static table_copy of(std::vector<entry> entries);
+
+  // Entries in snapshot()'s order.
+  std::size_t size() const noexcept { return scopes_.size() + others_.size(); }
+  // Entry i into `out`, reusing out's storage (every field is set).
+  void read(std::size_t i, entry& out) const;
+  entry operator[](std::size_t i) const {
+    entry e;
+    read(i, e);
+    return e;
+  }
+  // Kind and name of entry i without reading the rest (the name is a view
+  // into this copy).
+  entry_kind kind(std::size_t i) const noexcept;
+  std::string_view name(std::size_t i) const noexcept;
+  // The table's figures when the copy was taken (of(): all zero).
+  const table_status& status() const noexcept { return status_; }
+  // Bytes this copy holds (its buffers' capacities).
+  std::size_t bytes_held() const noexcept;
+
+ private:
+  std::vector<std::uint64_t> records_;  // scope records, each 8-byte aligned
+  std::vector<std::size_t> scopes_;     // their offsets (in words), in name order
+  std::vector<entry> others_;           // accounts in name order, then folded rows
+  table_status status_;
+};
+
 // Every entry: scopes, then accounts, each in name order, then folded rows in
 // name order ("(other)" last).
 std::vector<entry> snapshot();
@@ -95,15 +144,6 @@ std::size_t account_entry_count();
 void set_table_max(std::size_t max);
 std::size_t table_max() noexcept;
 
-// What the reports say about the table itself.
-struct table_status {
-  std::size_t max = 0;                 // table_max()
-  std::size_t scope_entries = 0;       // kept scope entries
-  std::size_t folded_rows = 0;         // overflow rows
-  std::uint64_t folded_entries = 0;    // scope entries folded since start
-  std::uint64_t lost_folds = 0;        // runs that could not be stored (out of memory)
-  bool operator==(const table_status&) const = default;
-};
 table_status table_status_now();
 
 }  // namespace arenastat

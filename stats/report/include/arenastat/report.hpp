@@ -10,6 +10,7 @@
 //   --html    a self-contained HTML page with a map of the name tree (html.hpp)
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,7 +69,32 @@ entry_figures figures_of(const entry& e) noexcept;
 std::string render_report(const std::vector<entry>& entries, const process_info& proc,
                           const report_options& options, const table_status& table = {});
 
-// Snapshot + render. Throws std::invalid_argument for a bad option string.
+// A report rendered a chunk at a time (docs/report.md, "What a query costs
+// the target"): the table is copied in its compact form when the stream is
+// made, and each next() renders about 64 KiB more, so the whole text is never
+// held. What the control server sends and the at-exit report writes.
+class report_stream {
+ public:
+  struct state;
+  explicit report_stream(std::unique_ptr<state> s) noexcept;
+  report_stream(report_stream&&) noexcept;
+  report_stream& operator=(report_stream&&) noexcept;
+  ~report_stream();
+
+  // The next piece of the report, valid until the next call; false at the end.
+  bool next(std::string_view& chunk);
+  // Bytes the stream holds (the table copy and one chunk); 0 once finished.
+  std::size_t bytes_held() const noexcept;
+
+ private:
+  std::unique_ptr<state> s_;
+};
+
+// Copies the table and returns its report as a stream. Throws
+// std::invalid_argument for a bad option string (before copying anything).
+report_stream stream_report(std::string_view options = {});
+
+// The whole report as one string (stream_report, concatenated).
 std::string report(std::string_view options = {});
 
 // Prints report(options) to stderr (or ARENASTAT_AT_EXIT_FILE) when the process
