@@ -5,8 +5,12 @@
 //   grow N             N more blocks of 1000 bytes in account "cache/items"
 //   scope NAME BYTES   run scope NAME that allocates and frees BYTES via "scratch"
 //   entries N          N accounts "bulk/<i>" holding 64 bytes each
-//   serve MAX [BACKLOG] restart the control server with options::max_clients
-//                      MAX (and max_answer_backlog BACKLOG bytes when given)
+//   serve MAX [BACKLOG [STALL_MS [REQUEST_MS [RESPONSE_MS]]]]
+//                      restart the control server with options::max_clients
+//                      MAX and, when given and not 0, max_answer_backlog
+//                      BACKLOG bytes, stall_timeout, request_timeout and
+//                      response_timeout in milliseconds (0 keeps the default,
+//                      so a later argument can be given alone: `serve 2 0 60000`)
 //   ping               nothing (lets the main thread leave read(): TSan runs
 //                      deferred signal handlers only when a call returns)
 //   exit-from-thread   a new thread calls std::exit(0) while main blocks on stdin
@@ -15,8 +19,10 @@
 // "task/parse" (1 run, peak 3000); account "scratch" live 0, peak 3000.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <iostream>
 #include <memory_resource>
 #include <sstream>
@@ -95,7 +101,12 @@ int main() {
       arenastat::control::options o;
       in >> o.max_clients;
       std::size_t backlog = 0;
-      if (in >> backlog) o.max_answer_backlog = backlog;
+      if (in >> backlog && backlog != 0) o.max_answer_backlog = backlog;
+      for (std::chrono::milliseconds* timeout : {&o.stall_timeout, &o.request_timeout, &o.response_timeout}) {
+        long long ms = 0;
+        if (!(in >> ms)) break;
+        if (ms != 0) *timeout = std::chrono::milliseconds(ms);
+      }
       arenastat::control::stop();
       arenastat::control::start(o);
     } else if (cmd == "ping") {
