@@ -44,6 +44,23 @@ std::vector<std::string> files_in(const std::string& dir, const std::string& pre
   return out;
 }
 
+// Waits (10 s at most) for the target's stderr line "arenastat: dump written
+// to <path>", which the dump thread prints once the file is written and
+// closed, and returns <path> ("" when no such line came). Sends `ping` on
+// every pass: under TSan the signal's handler runs only when the main thread
+// returns from read() (control_target.cpp).
+std::string wait_for_dump(target& t) {
+  const std::string said = "arenastat: dump written to ";
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until) {
+    t.command("ping");
+    while (const std::optional<std::string> line = t.stderr_line(100ms)) {
+      if (line->rfind(said, 0) == 0) return line->substr(said.size());
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 TEST_CASE("arenastat with no arguments lists the target with its program name", "[control][cli][threads]") {
@@ -267,18 +284,16 @@ TEST_CASE("the signal dump is written by a running process", "[control][cli][thr
   REQUIRE(files_in(dumps.path(), prefix).empty());
   REQUIRE(::kill(t.pid(), SIGUSR1) == 0);
   REQUIRE(t.command("ping") == "done");  // changes nothing; see control_target.cpp
-  std::vector<std::string> found;
-  for (int i = 0; i < 400 && found.empty(); ++i) {
-    std::this_thread::sleep_for(10ms);
-    found = files_in(dumps.path(), prefix);
-  }
+  // The file is created before it is filled: read it once the target says it is written.
+  const std::string written = wait_for_dump(t);
+  REQUIRE_FALSE(written.empty());
+  const std::vector<std::string> found = files_in(dumps.path(), prefix);
   REQUIRE(found.size() == 1);
-  std::this_thread::sleep_for(50ms);  // the file is created before it is filled
+  CHECK(found[0] == written);
   const std::string text = slurp(found[0]);
   CHECK(text.rfind("TOTAL size=13000 count=12 blocks=10 entries=3 ", 0) == 0);
   CHECK(text.find(" sort=size\n") != std::string::npos);
   CHECK(t.command("grow 1") == "done");  // still running
-  CHECK(t.stderr_text().find("arenastat: dump written to " + found[0]) != std::string::npos);
 }
 
 TEST_CASE("ARENASTAT_DUMP_SORT=count sorts the signal dump by count", "[control][cli][threads]") {
@@ -288,13 +303,11 @@ TEST_CASE("ARENASTAT_DUMP_SORT=count sorts the signal dump by count", "[control]
                             {"ARENASTAT_DUMP_SORT", "count"}});
   REQUIRE(::kill(t.pid(), SIGUSR2) == 0);
   REQUIRE(t.command("ping") == "done");
-  std::vector<std::string> found;
-  for (int i = 0; i < 400 && found.empty(); ++i) {
-    std::this_thread::sleep_for(10ms);
-    found = files_in(dumps.path(), "arenastat.");
-  }
+  const std::string written = wait_for_dump(t);  // the file is complete once this is said
+  REQUIRE_FALSE(written.empty());
+  const std::vector<std::string> found = files_in(dumps.path(), "arenastat.");
   REQUIRE(found.size() == 1);
-  std::this_thread::sleep_for(50ms);
+  CHECK(found[0] == written);
   const std::string text = slurp(found[0]);
   CHECK(text.find(" sort=count\n") != std::string::npos);
   // count order: cache/items 10 allocations, then scratch (1 allocation) and

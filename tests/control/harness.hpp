@@ -12,10 +12,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -198,10 +200,38 @@ class target {
     if (status >= 0) p_.pid = -1;
     return status;
   }
-  std::string stderr_text() { return read_all(p_.err, 500ms); }
+  // What the program wrote to stderr and was not yet taken by stderr_line(),
+  // plus what arrives within 500 ms.
+  std::string stderr_text() {
+    std::string text = std::move(err_pending_);
+    err_pending_.clear();
+    return text + read_all(p_.err, 500ms);
+  }
+  // One line of the program's stderr (without its LF) within `limit`;
+  // nullopt on time-out or EOF. A line not complete by then is kept for the
+  // next call (or stderr_text()).
+  std::optional<std::string> stderr_line(std::chrono::milliseconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      if (const std::size_t at = err_pending_.find('\n'); at != std::string::npos) {
+        std::string line = err_pending_.substr(0, at);
+        err_pending_.erase(0, at + 1);
+        return line;
+      }
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+      if (left <= 0) return std::nullopt;
+      pollfd p{p_.err, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(std::min<long long>(left, 50))) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::read(p_.err, buf, sizeof buf);
+      if (n <= 0) return std::nullopt;
+      err_pending_.append(buf, static_cast<std::size_t>(n));
+    }
+  }
 
  private:
   spawned p_;
+  std::string err_pending_;  // stderr read by stderr_line() past the line it returned
 };
 
 struct cli_result {
