@@ -191,6 +191,9 @@ TEST_CASE("a client that never reads a large answer is dropped at the response d
   temp_dir d;
   control::options o = in(d);
   o.response_timeout = std::chrono::milliseconds(300);
+  // The stall time-out counts as dropped, not timed out: far off, so that only
+  // the response deadline can end this client however late the server runs.
+  o.stall_timeout = std::chrono::seconds(60);
   const std::string path = control::start(o);
   const std::uint64_t timed_out_before = control::connection_counters().timed_out;
 
@@ -213,9 +216,9 @@ TEST_CASE("a silent client is answered with a time-out at the request deadline",
   control::options o = in(d);
   o.request_timeout = std::chrono::milliseconds(200);
   const std::string path = control::start(o);
+  const auto t0 = std::chrono::steady_clock::now();  // before the connection: the deadline starts at its accept
   const int silent = connect_to(path);
   REQUIRE(silent >= 0);
-  const auto t0 = std::chrono::steady_clock::now();
   CHECK(read_all(silent, 3s) == "error timed out after 200 ms waiting for a request line\n");
   CHECK(std::chrono::steady_clock::now() - t0 >= 200ms);
   ::close(silent);
@@ -226,15 +229,16 @@ TEST_CASE("with max_clients connected, a new client closes the oldest idle one",
   temp_dir d;
   control::options o = in(d);
   o.max_clients = 2;
+  o.request_timeout = std::chrono::seconds(60);  // a and b stay until room is made, however slow the test
   const std::string path = control::start(o);
+  // The server accepts in connection order: a is the oldest, and the query
+  // below comes after both.
   const int a = connect_to(path);
   REQUIRE(a >= 0);
-  std::this_thread::sleep_for(50ms);  // a is accepted first: the oldest
   const int b = connect_to(path);
   REQUIRE(b >= 0);
   send_all(a, "he");  // both held open, mid-request
   send_all(b, "he");
-  std::this_thread::sleep_for(100ms);  // let the server accept them
   CHECK(raw_query(path, "help\n").rfind("ok\nCommands", 0) == 0);
   CHECK(read_all(a) == "error server busy: this connection sent no request and was closed to serve a newer one; "
                        "retry\n");
