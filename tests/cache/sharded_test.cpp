@@ -133,6 +133,7 @@ TEST_CASE("sharded: every waiter of a failing load gets the exception, the loade
   sharded_lru_cache<u64, u64> c{"test.sharded.flight.fail", {.max_entries = 64, .shards = 2}};
   constexpr int threads = 8;
   std::atomic<int> calls{0}, failures{0};
+  std::atomic<bool> all_asked{false};
   start_gate gate(threads);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
@@ -141,7 +142,14 @@ TEST_CASE("sharded: every waiter of a failing load gets the exception, the loade
       try {
         c.get_or_load(3, [&](u64) -> u64 {
           calls.fetch_add(1);
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          // Fail only once every thread has asked: each records its miss and,
+          // in the same hold of the shard lock, becomes the loader or one of
+          // its waiters, so none can come late and start a second load.
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          while (c.stats().misses < threads && std::chrono::steady_clock::now() < until) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          all_asked = c.stats().misses == threads;
           throw std::runtime_error("backend down");
         });
       } catch (const std::runtime_error&) {
@@ -150,6 +158,7 @@ TEST_CASE("sharded: every waiter of a failing load gets the exception, the loade
     });
   }
   for (auto& th : pool) th.join();
+  CHECK(all_asked.load());  // else the threads did not all ask within 10 s
   CHECK(calls.load() == 1);
   CHECK(failures.load() == threads);
   CHECK(c.size() == 0);
