@@ -107,7 +107,7 @@ TEST_CASE("top: the live view shows the top entry, s changes the order, q and Ct
   REQUIRE(t.wait_for([](const std::string& s) {
     return s.find("sort live") != std::string::npos && first_entry(s) == "cache/items";
   }));
-  const std::string live_screen = t.screen();
+  const std::string live_screen = t.last();  // the screen that showed it
   CHECK(live_screen.find("arenastat top - pid " + app.pid_text()) != std::string::npos);
   CHECK(live_screen.find("VmRSS") != std::string::npos);
   CHECK(live_screen.find("big/job") != std::string::npos);
@@ -146,7 +146,7 @@ TEST_CASE("top: SIGWINCH to a narrow short terminal re-lays it out with fewer ro
   t.keys("ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3");
   t.key("Enter");
   REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
-  CHECK(t.screen().find("###") != std::string::npos);  // 120 columns: bars
+  CHECK(t.last().find("###") != std::string::npos);  // 120 columns: bars (on the screen that showed cache/items)
   sh(t.tmux() + " resize-window -t top -x 70 -y 12");
   const bool relaid = t.wait_for([](const std::string& s) {
     const auto lines = lines_of(s);
