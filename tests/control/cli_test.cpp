@@ -395,7 +395,8 @@ TEST_CASE("a process that never answers times out (exit 3)", "[control][cli]") {
 TEST_CASE("a bad --timeout is a usage error", "[control][cli]") {
   const cli_result r = run_cli({"--timeout=soon", "1", "help"}, {});
   CHECK(r.status == 2);
-  CHECK(r.err.find("--timeout=soon: expected milliseconds between 1 and 3600000") != std::string::npos);
+  CHECK(r.err.find("arenastat: bad option '--timeout=soon': expected --timeout=MS with MS from 1 to 3600000\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("arguments to a command that takes none are a usage error", "[control][cli]") {

@@ -116,7 +116,7 @@ TEST_CASE("handle_request answers help with every command", "[control][server]")
 TEST_CASE("handle_request answers a bad request with one error line", "[control][server]") {
   CHECK(control::handle_request("nope") == "error unknown command 'nope' (try 'help')\n");
   CHECK(control::handle_request("process --bogus") ==
-        "error process: unknown option '--bogus' (expected -H or --json)\n");
+        "error process: unknown option '--bogus' (expected -H, --json)\n");
   CHECK(control::handle_request("stats --tree --top=x").rfind("error ", 0) == 0);
 }
 

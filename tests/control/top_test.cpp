@@ -70,7 +70,8 @@ TEST_CASE("top --batch: exact rows by live, then by peak, growth per second", "[
   CHECK(r[3].ends_with(" -   account cache/items"));
   const cli_result bad = run_cli({app.pid_text(), "top", "--sort=sideways"}, env);
   CHECK(bad.status == 2);
-  CHECK(bad.err.find("top: --sort=sideways: expected live, peak or growth") != std::string::npos);
+  CHECK(bad.err.find("top: bad option '--sort=sideways': expected --sort=live, --sort=peak or --sort=growth") !=
+        std::string::npos);
 }
 
 TEST_CASE("html: the CLI writes the target's --html page to -o FILE or stdout", "[cli][html]") {

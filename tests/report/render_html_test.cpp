@@ -32,7 +32,7 @@ TEST_CASE("html: --html is an output format that excludes --json and --tree", "[
   CHECK_THROWS_WITH(arenastat::parse_report_options("--html --json"),
                     "arenastat: bad option '--html' with '--json': choose one output format");
   CHECK_THROWS_WITH(arenastat::parse_report_options("--tree --html"),
-                    "arenastat: bad option '--html' with '--tree': choose one output format");
+                    "arenastat: bad option '--tree' with '--html': choose one output format");
 }
 
 TEST_CASE("html: one self-contained page whose data block holds every entry", "[html]") {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -34,6 +35,19 @@
 #include "terminal_text.hpp"
 #include "trust.hpp"
 
+namespace arenastat::cli {
+
+opt::parsed parse_options(const opt::grammar& g, const std::vector<std::string>& args, opt::operands rest) {
+  const std::vector<std::string_view> words(args.begin(), args.end());
+  try {
+    return opt::parse(g, words, rest);
+  } catch (const opt::error& e) {
+    throw failure{exit_usage, e.what()};
+  }
+}
+
+}  // namespace arenastat::cli
+
 namespace {
 
 using namespace arenastat::cli;
@@ -45,24 +59,45 @@ constexpr std::size_t max_answer_bytes = std::size_t{256} << 20;
 // ARENASTAT_CONTROL=1 to appear (at most --timeout).
 constexpr int startup_wait_ms = 2000;
 
+// The CLI's own options, before the pid.
+enum class main_spec { timeout, help };
+constexpr std::array main_table{
+    arenastat::opt::spec{.name = "--timeout", .type = arenastat::opt::kind::count, .value = "MS",
+                         .help = "bound the whole exchange (default 10000 ms)", .min = 1, .max = 3'600'000},
+    arenastat::opt::spec{.name = "--help", .help = "print this usage", .alias = "-h"},
+};
+const arenastat::opt::grammar main_grammar{.who = "", .specs = main_table};
+
 void print_usage(std::FILE* to) {
-  std::fprintf(to,
-               "usage: arenastat [--timeout=MS] [<pid> <command> [arguments]]\n"
-               "  arenastat                 list the processes you can query (pid, program)\n"
-               "  arenastat <pid> help      list the commands of that process\n"
-               "commands:\n");
-  for (const arenastat::wire::command_info& c : arenastat::wire::commands()) {
-    std::fprintf(to, "  %-9s %s\n", std::string(c.name).c_str(), std::string(c.arguments).c_str());
-  }
-  std::fprintf(to,
-               "  %-9s %s\n  %-9s %s\n", "html", "[-o FILE] [report options]   the --html report, to FILE or stdout",
-               "top", "[-d SECONDS] [--sort=live|peak|growth] [--batch] [-n N] [--top=N] [-H]   live view");
-  std::fprintf(to,
-               "The socket is <dir>/<pid>.sock, <dir> = $ARENASTAT_SOCKET_DIR or /tmp/arenastat-<uid>, <uid> the\n"
-               "owner of the process; the directory and socket must belong to that uid and be closed to others.\n"
-               "Exit status: 0 done, 1 the process answered with an error, 2 usage error,\n"
-               "3 the process cannot be reached, 4 refused (a trust rule failed), 5 busy,\n"
-               "6 the answer could not be written.\n");
+  namespace opt = arenastat::opt;
+  std::string out =
+      "usage: arenastat [" + opt::usage(main_table[0]) + "] [<pid> <command> [arguments]]\n"
+      "  arenastat                 list the processes you can query (pid, program)\n"
+      "  arenastat <pid> help      list the commands of that process\n"
+      "options:\n" + opt::help_text(main_table) + "commands:\n";
+  char line[64];
+  const auto command = [&](std::string_view name, const std::string& synopsis, std::string_view what) {
+    std::snprintf(line, sizeof line, synopsis.empty() && what.empty() ? "  %s" : "  %-9s ", std::string(name).c_str());
+    out += line;
+    out += synopsis;
+    if (!what.empty()) {
+      out += "   ";
+      out += what;
+    }
+    out += '\n';
+  };
+  for (const arenastat::wire::command_info& c : arenastat::wire::commands()) command(c.name, arguments(c), "");
+  command("html", opt::synopsis(html_grammar().specs) + " [report options]", "the --html report, to FILE or stdout");
+  out += opt::help_text(html_grammar().specs, "              ");
+  command("top", opt::synopsis(top_grammar().specs), "live view");
+  out += opt::help_text(top_grammar().specs, "              ");
+  out +=
+      "The socket is <dir>/<pid>.sock, <dir> = $ARENASTAT_SOCKET_DIR or /tmp/arenastat-<uid>, <uid> the\n"
+      "owner of the process; the directory and socket must belong to that uid and be closed to others.\n"
+      "Exit status: 0 done, 1 the process answered with an error, 2 usage error,\n"
+      "3 the process cannot be reached, 4 refused (a trust rule failed), 5 busy,\n"
+      "6 the answer could not be written.\n";
+  std::fwrite(out.data(), 1, out.size(), to);
 }
 
 // Writes a message built from bytes that may come from elsewhere.
@@ -248,27 +283,17 @@ struct invocation {
 
 invocation parse_arguments(int argc, char** argv) {
   invocation inv;
-  int i = 1;
-  for (; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "-h" || a == "--help") {
-      print_usage(stdout);
-      std::exit(exit_ok);
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  const arenastat::opt::parsed p = parse_options(main_grammar, args, arenastat::opt::operands::stop);
+  for (const arenastat::opt::value& v : p.values) {
+    switch (arenastat::opt::which<main_spec>(main_grammar, v)) {
+      case main_spec::timeout: inv.timeout_ms = static_cast<int>(v.number); break;
+      case main_spec::help:
+        print_usage(stdout);
+        std::exit(exit_ok);
     }
-    if (a.starts_with("--timeout=")) {
-      const std::string value(a.substr(10));
-      char* end = nullptr;
-      errno = 0;
-      const long ms = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || errno != 0 || ms <= 0 || ms > 3'600'000) {
-        throw failure{exit_usage, "--timeout=" + value + ": expected milliseconds between 1 and 3600000"};
-      }
-      inv.timeout_ms = static_cast<int>(ms);
-      continue;
-    }
-    break;
   }
-  for (; i < argc; ++i) inv.words.emplace_back(argv[i]);
+  inv.words.assign(p.operands.begin(), p.operands.end());
   return inv;
 }
 

@@ -1,5 +1,6 @@
 // `arenastat <pid> html [-o FILE] [report options]`: asks the target for
 // `stats --html [options]` and writes the page to FILE (or stdout).
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -10,19 +11,29 @@
 
 namespace arenastat::cli {
 
+namespace {
+
+constexpr std::array html_table{
+    opt::spec{.name = "-o", .type = opt::kind::text, .value = "FILE",
+              .help = "write the page to FILE and print its path (default: stdout)", .alias = "--output",
+              .forms = opt::next_word},
+};
+
+}  // namespace
+
+const opt::grammar& html_grammar() noexcept {
+  static const opt::grammar g{.who = "html: ", .specs = html_table};
+  return g;
+}
+
 int run_html(const std::vector<std::string>& args, const ask_fn& ask) {
   std::string file, line = "stats --html";
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-o" || a == "--output") {
-      if (i + 1 == args.size()) throw failure{exit_usage, "html: " + a + " needs a FILE"};
-      file = args[++i];
-    } else if (a.rfind("-o=", 0) == 0 || a.rfind("--output=", 0) == 0) {
-      file = a.substr(a.find('=') + 1);
-      if (file.empty()) throw failure{exit_usage, "html: " + a + " needs a FILE"};
-    } else {
-      line += " " + a;  // report options: the target checks them
-    }
+  // Other words are report options: the target checks them.
+  const opt::parsed p = parse_options(html_grammar(), args, opt::operands::pass);
+  for (const opt::value& v : p.values) file = v.text;  // -o, the only option
+  for (const std::string_view w : p.operands) {
+    line += ' ';
+    line += w;
   }
   const wire::parse_result parsed = wire::parse_request(line);
   if (!parsed.value) throw failure{exit_usage, parsed.error};

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -50,49 +51,30 @@ struct top_options {
   bool human = false;              // batch: sizes as 1.5M (the terminal view always)
 };
 
-long parse_count(const std::string& what, const std::string& text, long max) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || v < 1 || v > max)
-    throw failure{exit_usage, "top: " + what + " " + text + ": expected a whole number from 1 to " + std::to_string(max)};
-  return v;
-}
+enum class top_spec { delay, sort, batch, iterations, rows, human };
+constexpr std::array top_table{
+    opt::spec{.name = "-d", .type = opt::kind::real, .value = "SECONDS", .help = "seconds between refreshes (default 1)",
+              .lo = 0.1, .hi = 3600, .forms = opt::next_word | opt::attached},
+    opt::spec{.name = "--sort", .type = opt::kind::choice,
+              .help = "order: live bytes (default), peak, growth per second", .choices = "live|peak|growth"},
+    opt::spec{.name = "--batch", .help = "plain snapshots, also on a terminal", .alias = "-b"},
+    opt::spec{.name = "-n", .type = opt::kind::count, .value = "N", .help = "stop after N refreshes", .min = 1,
+              .max = 1000000000, .forms = opt::next_word | opt::attached},
+    opt::spec{.name = "--top", .type = opt::kind::count, .value = "N",
+              .help = "at most N rows (default: the rows that fit)", .min = 1, .max = 100000},
+    opt::spec{.name = "-H", .help = "batch: human-readable sizes"},
+};
 
 top_options parse_top_options(const std::vector<std::string>& args) {
   top_options o;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const std::string& flag) -> std::string {
-      if (a.size() > flag.size() && a.compare(0, flag.size(), flag) == 0)
-        return a.substr(flag.size() + (a[flag.size()] == '=' ? 1 : 0));
-      if (i + 1 == args.size()) throw failure{exit_usage, "top: " + flag + " needs a value"};
-      return args[++i];
-    };
-    if (a == "--batch" || a == "-b") {
-      o.batch = true;
-    } else if (a == "-H") {
-      o.human = true;
-    } else if (a.rfind("-d", 0) == 0) {
-      const std::string v = value("-d");
-      char* end = nullptr;
-      const double d = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(d >= 0.1 && d <= 3600))
-        throw failure{exit_usage, "top: -d " + v + ": expected seconds from 0.1 to 3600"};
-      o.delay_s = d;
-    } else if (a.rfind("-n", 0) == 0) {
-      o.iterations = parse_count("-n", value("-n"), 1000000000L);
-    } else if (a.rfind("--top=", 0) == 0) {
-      o.rows = parse_count("--top", a.substr(6), 100000);
-    } else if (a.rfind("--sort=", 0) == 0) {
-      const std::string v = a.substr(7);
-      if (v == "live") o.sort = order::live;
-      else if (v == "peak") o.sort = order::peak;
-      else if (v == "growth") o.sort = order::growth;
-      else throw failure{exit_usage, "top: --sort=" + v + ": expected live, peak or growth"};
-    } else {
-      throw failure{exit_usage, "top: unknown option '" + a +
-                                    "' (expected -d SECONDS, --sort=live|peak|growth, --batch, -n N, --top=N, -H)"};
+  for (const opt::value& v : parse_options(top_grammar(), args).values) {
+    switch (opt::which<top_spec>(top_grammar(), v)) {
+      case top_spec::delay: o.delay_s = v.real; break;
+      case top_spec::sort: o.sort = static_cast<order>(v.choice); break;  // in the order of `choices`
+      case top_spec::batch: o.batch = true; break;
+      case top_spec::iterations: o.iterations = static_cast<long>(v.number); break;
+      case top_spec::rows: o.rows = static_cast<long>(v.number); break;
+      case top_spec::human: o.human = true; break;
     }
   }
   return o;
@@ -459,6 +441,11 @@ int run_terminal(long pid, const top_options& o, sampler& s) {
 }
 
 }  // namespace
+
+const opt::grammar& top_grammar() noexcept {
+  static const opt::grammar g{.who = "top: ", .specs = top_table};
+  return g;
+}
 
 int run_top(long pid, const std::vector<std::string>& args, const ask_fn& ask) {
   top_options o = parse_top_options(args);

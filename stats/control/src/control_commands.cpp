@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
@@ -21,6 +20,7 @@
 #include "arenastat/table.hpp"
 #include "control_internal.hpp"
 #include "control_request.hpp"
+#include "options.hpp"
 #include "report_internal.hpp"
 #include "text_escape.hpp"
 
@@ -41,6 +41,10 @@ baseline_store& baseline() {
 
 std::string ok(std::string body) { return "ok\n" + std::move(body); }
 
+static_assert(wire::max_metrics_depth == max_metrics_depth, "metrics --depth and ARENASTAT_METRICS_DEPTH agree");
+
+// Every command with its synopsis and, below, its options' help lines (all
+// from the tables of control_request.cpp and options.cpp).
 std::string help_body() {
   std::string out = "Commands (arenastat <pid> <command> [arguments]):\n";
   for (const wire::command_info& c : wire::commands()) {
@@ -48,13 +52,14 @@ std::string help_body() {
     // false positive (-Wrestrict).
     out += "  ";
     out += c.name;
-    if (!c.arguments.empty()) {
+    if (const std::string args = wire::arguments(c); !args.empty()) {
       out += ' ';
-      out += c.arguments;
+      out += args;
     }
     out += "\n      ";
     out += c.description;
     out += '\n';
+    out += opt::help_text(c.options, "        ");
   }
   return out;
 }
@@ -121,18 +126,11 @@ std::string reset_body() {
 
 std::string process_body(const std::string& arguments) {
   bool human = false, json = false;
-  std::size_t pos = 0;
-  while (pos < arguments.size()) {
-    const std::size_t end = arguments.find_first_of(" \t", pos);
-    const std::string word = arguments.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-    pos = end == std::string::npos ? arguments.size() : arguments.find_first_not_of(" \t", end);
-    if (pos == std::string::npos) pos = arguments.size();
-    if (word == "-H") {
-      human = true;
-    } else if (word == "--json") {
-      json = true;
-    } else if (!word.empty()) {
-      throw std::invalid_argument("process: unknown option '" + word + "' (expected -H or --json)");
+  const opt::grammar& g = wire::process_grammar();
+  for (const opt::value& v : opt::parse(g, arguments).values) {
+    switch (opt::which<wire::process_spec>(g, v)) {
+      case wire::process_spec::human: human = true; break;
+      case wire::process_spec::json: json = true; break;
     }
   }
   const process_info p = read_process_info();
@@ -160,25 +158,11 @@ std::string process_body(const std::string& arguments) {
 // metrics [--openmetrics] [--depth=N] (prometheus.hpp); the depth defaults to ARENASTAT_METRICS_DEPTH.
 std::string metrics_body(const std::string& arguments) {
   metrics_options o{.depth = metrics_depth_from_env()};
-  std::size_t pos = 0;
-  while (pos < arguments.size()) {
-    const std::size_t end = std::min(arguments.find_first_of(" \t", pos), arguments.size());
-    const std::string word = arguments.substr(pos, end - pos);
-    pos = end + 1;
-    if (word.empty()) continue;
-    if (word == "--openmetrics") {
-      o.format = metrics_format::openmetrics;
-    } else if (word.starts_with("--depth=")) {
-      const std::string n = word.substr(8);
-      unsigned d = 0;
-      const auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), d);
-      if (n.empty() || ec != std::errc() || p != n.data() + n.size() || d < 1 || d > max_metrics_depth) {
-        throw std::invalid_argument("metrics: bad option '" + word + "': expected --depth=N with N from 1 to " +
-                                    std::to_string(max_metrics_depth));
-      }
-      o.depth = d;
-    } else {
-      throw std::invalid_argument("metrics: unknown option '" + word + "' (expected --openmetrics or --depth=N)");
+  const opt::grammar& g = wire::metrics_grammar();
+  for (const opt::value& v : opt::parse(g, arguments).values) {
+    switch (opt::which<wire::metrics_spec>(g, v)) {
+      case wire::metrics_spec::openmetrics: o.format = metrics_format::openmetrics; break;
+      case wire::metrics_spec::depth: o.depth = static_cast<unsigned>(v.number); break;
     }
   }
   return metrics(o);

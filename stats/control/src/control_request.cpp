@@ -5,22 +5,35 @@
 namespace arenastat::wire {
 namespace {
 
-constexpr std::array<command_info, 9> command_table{{
-    {command::help, "help", "", "list the commands", false},
-    {command::info, "info", "", "pid, program, socket and connection counters of the server", false},
-    {command::stats, "stats", "[-s=SIZE] [-H] [--sort=peak|count|name|live] [--top=N] [--json|--tree|--html]",
-     "the report of every scope and account", true},
-    {command::baseline, "baseline", "", "record the current entries as the baseline for diff", false},
-    {command::diff, "diff", "[-s=SIZE] [-H] [--sort=peak|count|name|live] [--top=N] [--json|--html]",
-     "every entry's change since the baseline, largest first", true},
-    {command::reset, "reset", "", "reset every peak to its current value", false},
-    {command::process, "process", "[-H] [--json]",
+constexpr std::array process_table{
+    opt::spec{.name = "-H", .help = "human-readable sizes"},
+    opt::spec{.name = "--json", .help = "compact JSON: the report's \"process\" object plus \"pid\""},
+};
+constexpr std::array metrics_table{
+    opt::spec{.name = "--openmetrics", .help = "OpenMetrics 1.0.0 instead of the text format 0.0.4"},
+    opt::spec{.name = "--depth", .type = opt::kind::count, .value = "N",
+              .help = "scope groups keep N parts of the name (default ARENASTAT_METRICS_DEPTH, else 1)", .min = 1,
+              .max = max_metrics_depth},
+};
+
+// In a function: the report's tables live in another file (no static initialisation order to rely on).
+const std::array<command_info, 9>& command_table() {
+  static const std::array<command_info, 9> table{{
+    {command::help, "help", {}, "", "list the commands", false},
+    {command::info, "info", {}, "", "pid, program, socket and connection counters of the server", false},
+    {command::stats, "stats", opt::report_specs(), "", "the report of every scope and account", true},
+    {command::baseline, "baseline", {}, "", "record the current entries as the baseline for diff", false},
+    {command::diff, "diff", opt::diff_specs(), "", "every entry's change since the baseline, largest first", true},
+    {command::reset, "reset", {}, "", "reset every peak to its current value", false},
+    {command::process, "process", process_table, "",
      "VmRSS, VmHWM, RssAnon and jemalloc's figures when jemalloc is in use", true},
-    {command::dump, "dump", "[PATH]",
+    {command::dump, "dump", {}, "[PATH]",
      "write the summary to PATH (default arenastat.<pid>.<YYYYmmddHHMMSS>.txt) and print its path", true},
-    {command::metrics, "metrics", "[--openmetrics] [--depth=N]",
+    {command::metrics, "metrics", metrics_table, "",
      "the Prometheus exposition (text format 0.0.4, or OpenMetrics 1.0.0)", true},
-}};
+  }};
+  return table;
+}
 
 bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }
 
@@ -42,10 +55,29 @@ parse_result fail(std::string message) { return {std::nullopt, std::move(message
 
 }  // namespace
 
-std::span<const command_info> commands() noexcept { return command_table; }
+std::span<const command_info> commands() noexcept { return command_table(); }
+
+std::string arguments(const command_info& c) {
+  std::string out = opt::synopsis(c.options);
+  if (!c.operands.empty()) {
+    if (!out.empty()) out += ' ';
+    out += c.operands;
+  }
+  return out;
+}
+
+const opt::grammar& process_grammar() noexcept {
+  static const opt::grammar g{.who = "process: ", .specs = process_table};
+  return g;
+}
+
+const opt::grammar& metrics_grammar() noexcept {
+  static const opt::grammar g{.who = "metrics: ", .specs = metrics_table};
+  return g;
+}
 
 const command_info* find_command(std::string_view name) noexcept {
-  for (const command_info& c : command_table) {
+  for (const command_info& c : command_table()) {
     if (c.name == name) return &c;
   }
   return nullptr;

@@ -1,7 +1,7 @@
 // The control socket's request grammar, shared by the server (stats/control/src) and
 // the CLI (stats/control/cli). Self-contained on purpose: it depends on the standard
-// library only, so the fuzz target (fuzz/control_request_fuzz.cpp) compiles it
-// alone.
+// library and the option tables (stats/report/src/options.hpp, equally standalone)
+// only, so the fuzz target (fuzz/control_request_fuzz.cpp) compiles it alone.
 //
 //   request line = command [ SP options ] LF        at most max_request_bytes
 //   command      = "help" | "info" | "stats" | "baseline" | "diff" | "reset"
@@ -17,6 +17,8 @@
 #include <string>
 #include <string_view>
 
+#include "options.hpp"
+
 namespace arenastat::wire {
 
 // Longest request line accepted, newline included.
@@ -27,10 +29,22 @@ enum class command { help, info, stats, baseline, diff, reset, process, dump, me
 struct command_info {
   command cmd;
   std::string_view name;
-  std::string_view arguments;    // synopsis of what may follow, "" for none
-  std::string_view description;  // one line
+  std::span<const opt::spec> options;  // the command's options (help and synopsis come from them)
+  std::string_view operands;           // synopsis of what follows the options ("[PATH]"), "" for none
+  std::string_view description;        // one line
   bool takes_arguments;
 };
+
+// Synopsis of what may follow the command: "[-H] [--json]", "[PATH]", "".
+std::string arguments(const command_info& c);
+
+// The grammars of the commands' options. stats and diff: opt::report_grammar().
+const opt::grammar& process_grammar() noexcept;
+enum class process_spec { human, json };
+const opt::grammar& metrics_grammar() noexcept;
+enum class metrics_spec { openmetrics, depth };
+// Largest --depth (and ARENASTAT_METRICS_DEPTH): prometheus.hpp's max_metrics_depth.
+inline constexpr unsigned max_metrics_depth = 64;
 
 // Every command in the order `help` lists them.
 std::span<const command_info> commands() noexcept;

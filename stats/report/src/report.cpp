@@ -1,5 +1,5 @@
-// Reports over the table: the option grammar, then text, tree and JSON
-// renderings of a list of entries. docs/report.md describes every column.
+// Reports over the table: text, tree and JSON renderings of a list of entries
+// (the option grammar: report_options.cpp). docs/report.md describes every column.
 #include "arenastat/report.hpp"
 
 #include <algorithm>
@@ -21,111 +21,6 @@
 namespace arenastat {
 
 using detail::chunk_stream;
-
-// ---------------------------------------------------------------- options
-
-namespace {
-
-constexpr std::string_view grammar =
-    "-s=SIZE, -H, --sort=peak|count|name|live, --top=N, --json, --tree, --prometheus, --html";
-
-[[noreturn]] void bad_option(std::string_view option, std::string_view why) {
-  throw std::invalid_argument("arenastat: bad option '" + std::string(option) + "': " +
-                              std::string(why));
-}
-
-bool is_space(char c) noexcept {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-// Value after "name=" when `token` is that option; nullopt when it is not.
-std::optional<std::string_view> value_of(std::string_view token, std::string_view name) {
-  if (token.size() < name.size() || token.substr(0, name.size()) != name) return std::nullopt;
-  if (token.size() == name.size()) return std::string_view{};  // missing "=VALUE"
-  if (token[name.size()] != '=') return std::nullopt;
-  return token.substr(name.size() + 1);
-}
-
-std::size_t parse_top(std::string_view token, std::string_view text) {
-  if (text.empty()) bad_option(token, "expected --top=N with N a whole number of at least 1");
-  std::size_t n = 0;
-  for (const char c : text) {
-    if (c < '0' || c > '9')
-      bad_option(token, "expected --top=N with N a whole number of at least 1");
-    const auto d = static_cast<std::size_t>(c - '0');
-    if (n > (SIZE_MAX - d) / 10) bad_option(token, "N does not fit in 64 bits");
-    n = n * 10 + d;
-  }
-  if (n == 0) bad_option(token, "N must be at least 1 (leave --top out to show every entry)");
-  return n;
-}
-
-sort_key parse_sort(std::string_view token, std::string_view text) {
-  if (text == "peak") return sort_key::peak;
-  if (text == "count") return sort_key::count;
-  if (text == "name") return sort_key::name;
-  if (text == "live") return sort_key::live;
-  bad_option(token, "expected --sort=peak, --sort=count, --sort=name or --sort=live");
-}
-
-void apply_option(report_options& o, std::string_view token, bool& json, bool& tree,
-                  bool& html) {
-  if (token == "-H") {
-    o.human = true;
-  } else if (token == "--json") {
-    json = true;
-  } else if (token == "--tree") {
-    tree = true;
-  } else if (token == "--prometheus") {
-    o.format = report_format::prometheus;  // prometheus.cpp
-  } else if (token == "--html") {
-    html = true;
-  } else if (auto v = value_of(token, "-s")) {
-    if (v->empty()) bad_option(token, "expected -s=SIZE, e.g. -s=10m");
-    try {
-      o.min_size = parse_size(*v);
-    } catch (const std::invalid_argument& e) {
-      bad_option(token, e.what());
-    }
-  } else if (auto v = value_of(token, "--sort")) {
-    o.sort = parse_sort(token, *v);
-  } else if (auto v = value_of(token, "--top")) {
-    o.top = parse_top(token, *v);
-  } else {
-    throw std::invalid_argument("arenastat: unknown option '" + std::string(token) +
-                                "' (expected " + std::string(grammar) + ")");
-  }
-}
-
-}  // namespace
-
-report_options parse_report_options(std::string_view options) {
-  report_options o;
-  bool json = false, tree = false, html = false;
-  std::size_t i = 0;
-  while (i < options.size()) {
-    if (is_space(options[i])) { ++i; continue; }
-    std::size_t j = i;
-    while (j < options.size() && !is_space(options[j])) ++j;
-    apply_option(o, options.substr(i, j - i), json, tree, html);
-    i = j;
-  }
-  if (json && tree)
-    throw std::invalid_argument(
-        "arenastat: bad option '--json' with '--tree': choose one output format");
-  if (o.format == report_format::prometheus && (json || tree || html))
-    throw std::invalid_argument(std::string("arenastat: bad option '--prometheus' with '") +
-                                (json ? "--json" : tree ? "--tree" : "--html") + "': choose one output format");
-  if (html && (json || tree))
-    throw std::invalid_argument(std::string("arenastat: bad option '--html' with '") +
-                                (json ? "--json" : "--tree") + "': choose one output format");
-  if (o.format != report_format::prometheus)
-    o.format = html   ? report_format::html
-               : json ? report_format::json
-               : tree ? report_format::tree
-                      : report_format::text;
-  return o;
-}
 
 // ---------------------------------------------------------------- shared
 
