@@ -6,12 +6,17 @@
 #include <string>
 #include <string_view>
 
+#include "text_escape.hpp"
+
 namespace arenastat::cli {
 
-// `bytes` with every C0 control byte (0x00-0x1f, except LF and TAB when
-// `keep_lines`), DEL (0x7f), C1 control (U+0080-U+009F) and byte that is not
-// part of valid UTF-8 written as \xNN (C1 controls as their two UTF-8 bytes,
-// \xc2\x9b). Printable ASCII and valid UTF-8 are unchanged.
-std::string escape_for_terminal(std::string_view bytes, bool keep_lines);
+// `bytes` escaped by the report's escaper (text_escape.hpp: C0 controls, DEL,
+// C1 controls, line/paragraph separators, bidirectional controls and bytes
+// that are not valid UTF-8 as \xNN), except that backslashes are copied (an
+// answer's names are escaped already: its backslashes are escapes) and, when
+// `keep_lines`, LF and TAB too.
+inline std::string escape_for_terminal(std::string_view bytes, bool keep_lines) {
+  return detail::escape_text(bytes, {.backslash = false, .keep_lines = keep_lines});
+}
 
 }  // namespace arenastat::cli

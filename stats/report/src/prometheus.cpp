@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "sys.hpp"
+#include "text_escape.hpp"
 
 namespace arenastat {
 
@@ -122,31 +123,6 @@ struct scope_group_figures {
   const entry* peak_entry = nullptr;
 };
 
-// Length of the valid UTF-8 sequence at s[i], 0 when the bytes there are not one.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  if (c < 0x80) return 1;
-  std::size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xbf;
-  if (c >= 0xc2 && c <= 0xdf) n = 2;
-  else if (c == 0xe0) n = 3, lo = 0xa0;
-  else if (c >= 0xe1 && c <= 0xec) n = 3;
-  else if (c == 0xed) n = 3, hi = 0x9f;
-  else if (c >= 0xee && c <= 0xef) n = 3;
-  else if (c == 0xf0) n = 4, lo = 0x90;
-  else if (c >= 0xf1 && c <= 0xf3) n = 4;
-  else if (c == 0xf4) n = 4, hi = 0x8f;
-  else return 0;
-  if (i + n > s.size()) return 0;
-  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k) {
-    if (b(i + k) < 0x80 || b(i + k) > 0xbf) return 0;
-  }
-  return n;
-}
-
-
 }  // namespace
 
 unsigned metrics_depth_from_env() noexcept {
@@ -180,7 +156,7 @@ std::string escape_label_value(std::string_view value) {
   std::string out;
   out.reserve(value.size());
   for (std::size_t i = 0; i < value.size();) {
-    const std::size_t n = utf8_length(value, i);
+    const std::size_t n = detail::utf8_sequence(value.substr(i));
     if (n == 0) {
       out += "\xef\xbf\xbd";  // U+FFFD
       ++i;

@@ -44,14 +44,14 @@ bool forging_sequence(std::string_view seq) noexcept {
 
 }  // namespace
 
-void append_escaped(std::string& out, std::string_view text) {
+void append_escaped(std::string& out, std::string_view text, escape_rules rules) {
   std::size_t i = 0;
   while (i < text.size()) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\\') {
+    if (c == '\\' && rules.backslash) {
       out += "\\\\";
       ++i;
-    } else if (c < 0x20 || c == 0x7f) {
+    } else if ((c < 0x20 && !(rules.keep_lines && (c == '\n' || c == '\t'))) || c == 0x7f) {
       hex_byte(out, c);
       ++i;
     } else if (c < 0x80) {
@@ -75,10 +75,10 @@ void append_escaped(std::string& out, std::string_view text) {
   }
 }
 
-std::string escape_text(std::string_view text) {
+std::string escape_text(std::string_view text, escape_rules rules) {
   std::string out;
   out.reserve(text.size());
-  append_escaped(out, text);
+  append_escaped(out, text, rules);
   return out;
 }
 

@@ -1,6 +1,19 @@
 // Names are user data (often request paths): every text output escapes them
 // with escape_text so that a name cannot end a line, move the cursor or forge
-// a row. Not installed; used by the report room and the control room.
+// a row. Not installed; used by the report room, the control room and the CLI
+// (object library arenastat_text: standard library only).
+//
+// The one escaper of text meant for people (reports, error lines, a terminal).
+// The other escapers write other formats and differ on purpose, each the only
+// one of its format: the JSON writer (json_writer.hpp: \uXXXX, invalid UTF-8
+// as U+FFFD, since a JSON reader must get a valid string back), the Prometheus
+// label and HELP escapes (prometheus.cpp: exactly the three escapes the
+// exposition formats define), JSON inside an HTML <script> (html.cpp:
+// json_for_script, '<' '>' '&' as \u escapes), quoted()/bounded() for
+// warnings about bad values (stats/core/src/quoted.hpp: ASCII only and
+// bounded, below this room) and wire::single_line (control_request.hpp: one
+// status line, control bytes as blanks). One UTF-8 validator serves them:
+// utf8_sequence below.
 #pragma once
 #include <string>
 #include <string_view>
@@ -16,11 +29,19 @@ namespace arenastat::detail {
 //     overlong, surrogate, above U+10FFFF);
 // and a backslash as \\ (so the escapes above are unambiguous). Everything
 // else, including all other UTF-8, is copied unchanged.
-std::string escape_text(std::string_view text);
-void append_escaped(std::string& out, std::string_view text);
+//
+// escape_rules change two things for text that is escaped already (an answer
+// the CLI prints on a terminal: its names went through escape_text in the
+// target, so its backslashes are escapes to keep) or is made of lines.
+struct escape_rules {
+  bool backslash = true;    // write '\' as \\ (off: copied)
+  bool keep_lines = false;  // copy LF and TAB
+};
+std::string escape_text(std::string_view text, escape_rules rules = {});
+void append_escaped(std::string& out, std::string_view text, escape_rules rules = {});
 
 // Length of the well-formed UTF-8 sequence at the start of `s`, 0 if none
-// (also used by the JSON writer).
+// (also used by the JSON writer and the Prometheus label escape).
 std::size_t utf8_sequence(std::string_view s) noexcept;
 
 }  // namespace arenastat::detail
