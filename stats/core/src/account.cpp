@@ -1,6 +1,8 @@
 // Accounts: per-thread slots summed on read; the registry of all accounts.
 #include "arenastat/account.hpp"
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <deque>
 #include <mutex>
@@ -28,9 +30,20 @@ struct transparent_hash {
   std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
-std::int64_t sum_tags(const detail::account_slot& s) noexcept {
+using tag_sums = std::array<std::int64_t, max_tags>;
+
+// The one per-tag sum: live bytes of each tag over every slot of an account
+// (the caller holds its slow mutex); an account's live bytes are their total.
+tag_sums sum_by_tag(const detail::account_slot* slots) noexcept {
+  tag_sums sum{};
+  for (const detail::account_slot* s = slots; s; s = s->next)
+    for (std::size_t i = 0; i < max_tags; ++i) sum[i] += s->live_by_tag[i].load(std::memory_order_relaxed);
+  return sum;
+}
+
+std::int64_t total(const tag_sums& by_tag) noexcept {
   std::int64_t live = 0;
-  for (const auto& t : s.live_by_tag) live += t.load(std::memory_order_relaxed);
+  for (const std::int64_t b : by_tag) live += b;
   return live;
 }
 
@@ -176,23 +189,19 @@ void account::raise_peak(std::int64_t estimate) noexcept {
 void account::record_peak_breakdown(std::int64_t peak) noexcept {
   std::lock_guard lock(slow_->mutex);
   if (shared_.peak.load(std::memory_order_relaxed) != peak) return;  // a higher peak takes its own snapshot
-  std::int64_t sum[max_tags] = {};
-  for (detail::account_slot* s = slow_->slots; s; s = s->next)
-    for (std::size_t i = 0; i < max_tags; ++i) sum[i] += s->live_by_tag[i].load(std::memory_order_relaxed);
-  std::copy(std::begin(sum), std::end(sum), slow_->at_peak);
+  const tag_sums sum = sum_by_tag(slow_->slots);
+  std::copy(sum.begin(), sum.end(), slow_->at_peak);
   slow_->at_peak_value = peak;
 }
 
 std::int64_t account::live_bytes() const noexcept {
   std::lock_guard lock(slow_->mutex);
-  std::int64_t live = 0;
-  for (detail::account_slot* s = slow_->slots; s; s = s->next) live += sum_tags(*s);
-  return live;
+  return total(sum_by_tag(slow_->slots));
 }
 
 account_totals account::totals() const {
   account_totals out;
-  std::int64_t by_tag[max_tags] = {};
+  tag_sums by_tag;
   std::int64_t at_peak[max_tags] = {};
   {
     std::lock_guard lock(slow_->mutex);
@@ -200,8 +209,8 @@ account_totals account::totals() const {
       out.allocated_bytes += s->allocated.load(std::memory_order_relaxed);
       out.allocations += s->allocations.load(std::memory_order_relaxed);
       out.frees += s->frees.load(std::memory_order_relaxed);
-      for (std::size_t i = 0; i < max_tags; ++i) by_tag[i] += s->live_by_tag[i].load(std::memory_order_relaxed);
     }
+    by_tag = sum_by_tag(slow_->slots);
     out.peak_bytes = static_cast<std::uint64_t>(shared_.peak.load(std::memory_order_relaxed));
     const std::uint64_t used = tags_used_.load(std::memory_order_relaxed);
     if (std::popcount(used) == 1)
@@ -209,8 +218,8 @@ account_totals account::totals() const {
     else if (used != 0)
       std::copy(std::begin(slow_->at_peak), std::end(slow_->at_peak), at_peak);
   }
+  out.live_bytes = total(by_tag);
   for (std::size_t i = 0; i < max_tags; ++i) {
-    out.live_bytes += by_tag[i];
     const auto tag = static_cast<tag_id>(i);
     if (by_tag[i] != 0) out.live_by_tag.push_back({std::string(tag_name(tag)), by_tag[i]});
     if (at_peak[i] != 0) out.at_peak.push_back({std::string(tag_name(tag)), at_peak[i]});
@@ -220,13 +229,10 @@ account_totals account::totals() const {
 
 void account::reset_peak() noexcept {
   std::lock_guard lock(slow_->mutex);
-  std::int64_t live = 0;
-  std::int64_t by_tag[max_tags] = {};
-  for (detail::account_slot* s = slow_->slots; s; s = s->next)
-    for (std::size_t i = 0; i < max_tags; ++i) by_tag[i] += s->live_by_tag[i].load(std::memory_order_relaxed);
-  for (std::int64_t b : by_tag) live += b;
+  const tag_sums by_tag = sum_by_tag(slow_->slots);
+  const std::int64_t live = total(by_tag);
   shared_.peak.store(std::max<std::int64_t>(live, 0), std::memory_order_relaxed);
-  std::copy(std::begin(by_tag), std::end(by_tag), slow_->at_peak);
+  std::copy(by_tag.begin(), by_tag.end(), slow_->at_peak);
   slow_->at_peak_value = std::max<std::int64_t>(live, 0);
 }
 
