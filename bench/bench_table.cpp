@@ -4,8 +4,8 @@
 //
 // Folds N scopes of distinct names ("request/<i>", one 1 KiB arena chunk
 // each) into a table capped at M entries (0: no cap), reads VmHWM, answers
-// the query once in this process as the control server would (report() /
-// write_dump to /dev/null), reads VmHWM again and prints one line:
+// the query once in this process as the control server would (stream_report
+// written chunk by chunk / write_dump to /dev/null), reads VmHWM again and prints one line:
 //   names=N cap=M query=Q entries=E hwm_before_kib=B hwm_after_kib=A added_kib=A-B
 // VmHWM is a high-water mark: run one query per process (docs/report.md).
 #include <fcntl.h>
@@ -59,10 +59,21 @@ int main(int argc, char** argv) {
   }
   const std::uint64_t before = hwm_kib();
   std::size_t bytes = 0;
-  if (query == "text") bytes = arenastat::report("").size();
-  else if (query == "json") bytes = arenastat::report("--json").size();
-  else if (query == "top") bytes = arenastat::report("--top=10").size();
-  else if (query == "tree") bytes = arenastat::report("--tree").size();
+  // As the control server answers: the report streamed, each chunk sent (here
+  // to /dev/null) before the next is rendered.
+  const auto streamed = [](const char* options) {
+    const int fd = ::open("/dev/null", O_WRONLY);
+    arenastat::report_stream s = arenastat::stream_report(options);
+    std::size_t n = 0;
+    std::string_view chunk;
+    while (s.next(chunk)) n += static_cast<std::size_t>(::write(fd, chunk.data(), chunk.size()));
+    ::close(fd);
+    return n;
+  };
+  if (query == "text") bytes = streamed("");
+  else if (query == "json") bytes = streamed("--json");
+  else if (query == "top") bytes = streamed("--top=10");
+  else if (query == "tree") bytes = streamed("--tree");
   else if (query == "dump") arenastat::write_dump("/dev/null");
   else if (query == "at-exit") arenastat::print_at_exit("");  // printed after main, measured by the caller
   else if (query != "none") arenastat::bench::usage_error("bench_table", usage, "unknown query '" + query + "'");

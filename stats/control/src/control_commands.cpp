@@ -172,7 +172,7 @@ std::string dispatch(const wire::request& r) {
   switch (r.cmd) {
     case wire::command::help: return help_body();
     case wire::command::info: return info_body();
-    case wire::command::stats: return report(r.arguments);
+    case wire::command::stats: return report(r.arguments);  // answer_request streams it instead
     case wire::command::baseline: return baseline_body();
     case wire::command::diff: return diff_body(r.arguments);
     case wire::command::reset: return reset_body();
@@ -185,17 +185,36 @@ std::string dispatch(const wire::request& r) {
 
 }  // namespace
 
-std::string handle_request(std::string_view line) {
+answer answer_request(std::string_view line) {
   const wire::parse_result parsed = wire::parse_request(line);
-  if (!parsed.value) return "error " + wire::single_line(parsed.error) + "\n";
+  if (!parsed.value) return {"error " + wire::single_line(parsed.error) + "\n", std::nullopt};
   try {
-    return ok(dispatch(*parsed.value));
+    // stats: the report is streamed (its options are checked before "ok").
+    if (parsed.value->cmd == wire::command::stats) return {"ok\n", stream_report(parsed.value->arguments)};
+    return {ok(dispatch(*parsed.value)), std::nullopt};
   } catch (const std::exception& e) {
     // Messages may quote names (user data): escaped like every text output.
-    return "error " + wire::single_line(detail::escape_text(e.what())) + "\n";
+    return {"error " + wire::single_line(detail::escape_text(e.what())) + "\n", std::nullopt};
   } catch (...) {
-    return "error internal error while answering\n";
+    return {"error internal error while answering\n", std::nullopt};
   }
+}
+
+std::string handle_request(std::string_view line) {
+  answer a = answer_request(line);
+  if (!a.rest) return std::move(a.head);
+  std::string out = std::move(a.head);
+  std::string_view chunk;
+  try {
+    while (a.rest->next(chunk)) out += chunk;
+  } catch (const std::exception& e) {
+    out += truncated_line(e.what());
+  }
+  return out;
+}
+
+std::string truncated_line(std::string_view why) {
+  return "\narenastat: answer truncated: " + wire::single_line(detail::escape_text(why)) + "\n";
 }
 
 }  // namespace arenastat::control

@@ -5,7 +5,10 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <optional>
 #include <thread>
+
+#include "arenastat/report.hpp"
 
 #include "sys.hpp"
 
@@ -20,6 +23,18 @@ void join_or_detach(std::thread& t, const std::atomic<bool>& finished,
 }  // namespace arenastat::detail
 
 namespace arenastat::control {
+
+// A request's answer: `head` ("ok\n", or the whole answer), then, for the
+// commands whose answer is streamed (stats), the rest a chunk at a time.
+struct answer {
+  std::string head;
+  std::optional<report_stream> rest;
+};
+answer answer_request(std::string_view line);
+
+// What ends an answer whose stream failed after "ok" was sent:
+// "\narenastat: answer truncated: <why>\n".
+std::string truncated_line(std::string_view why);
 
 // The `dump [PATH]` command: PATH must be absolute (a relative one would be
 // taken relative to the target's working directory, not the caller's).

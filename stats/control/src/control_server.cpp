@@ -157,7 +157,8 @@ struct client {
   int fd = -1;
   uid_t uid = 0;
   wire::request_reader reader;
-  std::string response;
+  std::string response;                // the part of the answer being sent
+  std::optional<report_stream> rest;   // the rest of a streamed answer, rendered as it is sent
   std::size_t sent = 0;
   bool writing = false;
   clock::time_point connected;
@@ -273,8 +274,11 @@ class server_loop {
     }
   }
 
-  void respond(client& c, std::string response) {
-    c.response = std::move(response);
+  void respond(client& c, std::string response) { respond(c, control::answer{std::move(response), std::nullopt}); }
+
+  void respond(client& c, control::answer a) {
+    c.response = std::move(a.head);
+    c.rest = std::move(a.rest);
     c.sent = 0;
     c.writing = true;
     c.last_progress = clock::now();
@@ -334,7 +338,7 @@ class server_loop {
       client* stalest = nullptr;
       for (client& c : clients_) {
         if (c.fd < 0 || !c.writing) continue;
-        pending += c.response.size() - c.sent;
+        pending += c.response.size() - c.sent + (c.rest ? c.rest->bytes_held() : 0);
         if (&c != &fresh && (stalest == nullptr || c.last_progress < stalest->last_progress)) stalest = &c;
       }
       if (pending <= s_.opts.max_answer_backlog || stalest == nullptr) return;
@@ -347,6 +351,7 @@ class server_loop {
     drain_and_close(c.fd);
     c.fd = -1;
     std::string().swap(c.response);  // the answer's memory goes now, not at the next erase
+    c.rest.reset();
   }
 
   void reject(client& c, const std::string& message) {
@@ -389,11 +394,14 @@ class server_loop {
   void answer(client& c) {
     const std::string line(c.reader.line());
     if (!wire::parse_request(line).value) counts_.bad_requests.fetch_add(1, std::memory_order_relaxed);
-    respond(c, handle_request(line));
+    respond(c, answer_request(line));
   }
 
+  // Sends what the socket takes; a streamed answer's next chunk is rendered
+  // only when the previous one is gone, so a client holds one chunk at a time.
   void write_some(client& c) {
-    while (c.sent < c.response.size()) {
+    for (;;) {
+      if (c.sent == c.response.size() && !next_part(c)) break;
       const ssize_t n = ::send(c.fd, c.response.data() + c.sent, c.response.size() - c.sent,
                                MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
@@ -408,6 +416,28 @@ class server_loop {
     }
     counts_.served.fetch_add(1, std::memory_order_relaxed);
     finish(c);
+  }
+
+  // Puts the next chunk of a streamed answer in c.response; false when the
+  // answer is complete. A stream that fails after "ok" ends with one line
+  // saying the answer is truncated and why.
+  bool next_part(client& c) {
+    if (!c.rest) return false;
+    std::string_view chunk;
+    try {
+      if (c.rest->next(chunk)) {
+        c.response.assign(chunk);
+        c.sent = 0;
+        return true;
+      }
+      c.rest.reset();
+      return false;
+    } catch (const std::exception& e) {
+      c.rest.reset();
+      c.response = control::truncated_line(e.what());
+      c.sent = 0;
+      return true;
+    }
   }
 
   void expire_deadlines() {

@@ -329,7 +329,11 @@ void account_cells(const entry& e, const std::vector<std::string>& tags, bool hu
 }
 
 row_section scope_section(const table_copy& c, std::vector<std::size_t> rows, bool human) {
-  row_section s{.copy = &c, .rows = std::move(rows), .cells = scope_cells, .human = human};
+  row_section s;
+  s.copy = &c;
+  s.rows = std::move(rows);
+  s.cells = scope_cells;
+  s.human = human;
   s.tags = tags_at_peak(c, s.rows);
   s.columns.column("peak", true);
   for (const auto& tag : s.tags) s.columns.column(tag, true);
@@ -344,7 +348,11 @@ row_section scope_section(const table_copy& c, std::vector<std::size_t> rows, bo
 }
 
 row_section account_section(const table_copy& c, std::vector<std::size_t> rows, bool human) {
-  row_section s{.copy = &c, .rows = std::move(rows), .cells = account_cells, .human = human};
+  row_section s;
+  s.copy = &c;
+  s.rows = std::move(rows);
+  s.cells = account_cells;
+  s.human = human;
   s.tags = tags_at_peak(c, s.rows);
   s.columns.column("peak", true);
   s.columns.column("live", true);
@@ -724,11 +732,12 @@ entry_figures figures_of(const entry& e) noexcept {
 
 std::string render_report(const std::vector<entry>& entries, const process_info& proc,
                           const report_options& options, const table_status& table) {
-  return stream_of({.copy = std::make_shared<const table_copy>(table_copy::of(entries)),
-                    .process = proc,
-                    .options = options,
-                    .table = table})
-      .rest();
+  report_input in;
+  in.copy = std::make_shared<const table_copy>(table_copy::of(entries));
+  in.process = proc;
+  in.options = options;
+  in.table = table;
+  return stream_of(std::move(in)).rest();
 }
 
 struct report_stream::state {
@@ -770,8 +779,13 @@ report_stream stream_report(std::shared_ptr<const table_copy> copy, const proces
   auto s = std::make_unique<report_stream::state>();
   s->held = copy->bytes_held();
   const table_status table = copy->status();
-  s->chunks = stream_of({.copy = std::move(copy), .process = proc, .options = options, .table = table,
-                         .leaks = std::move(leaks)});
+  report_input in;
+  in.copy = std::move(copy);
+  in.process = proc;
+  in.options = options;
+  in.table = table;
+  in.leaks = std::move(leaks);
+  s->chunks = stream_of(std::move(in));
   return report_stream(std::move(s));
 }
 

@@ -1,0 +1,167 @@
+// Streamed reports: table_copy reads the table as snapshot() does, in less
+// memory; report_stream hands the report over in bounded chunks that add up to
+// report(); --top=N picks the N first of the full order.
+#include <arenastat/arenastat.hpp>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "chunk_stream.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+// N scopes "stream-test/<tag>/<i>" whose peaks grow with i: chunk i is 128 + 64 * i bytes.
+void fold_scopes(const std::string& tag, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    arenastat::scope s{"stream-test/" + tag + "/" + std::to_string(i)};
+    arenastat::arena_resource arena("node", {.initial_chunk = 128 + 64 * i});
+    (void)arena.allocate(8);
+  }
+}
+
+std::vector<std::string> chunks_of(arenastat::report_stream s) {
+  std::vector<std::string> out;
+  std::string_view c;
+  while (s.next(c)) out.emplace_back(c);
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += s;
+  return out;
+}
+
+// The report without the process's figures (VmRSS moves between two reports).
+std::string without_process(const std::string& report) {
+  if (report.starts_with("{")) {
+    json j = json::parse(report);
+    j.erase("process");
+    return j.dump();
+  }
+  std::string out;
+  std::size_t at = 0;
+  while (at < report.size()) {
+    std::size_t end = report.find('\n', at);
+    end = end == std::string::npos ? report.size() : end + 1;
+    const std::string_view line(report.data() + at, end - at);
+    if (!line.starts_with("Process: ") && !line.starts_with("jemalloc: ")) out += line;
+    at = end;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("table_copy reads every entry as snapshot() does", "[report][stream]") {
+  fold_scopes("copy", 50);
+  const arenastat::table_copy c = arenastat::table_copy::take();
+  const std::vector<arenastat::entry> snap = arenastat::snapshot();
+  REQUIRE(c.size() == snap.size());
+  arenastat::entry e;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    c.read(i, e);  // one entry reused: every field must be overwritten
+    INFO("entry " << i << " " << snap[i].name);
+    CHECK(e.name == snap[i].name);
+    CHECK(c.name(i) == snap[i].name);
+    CHECK(c.kind(i) == snap[i].kind);
+    CHECK(e.kind == snap[i].kind);
+    CHECK(e.peak_bytes == snap[i].peak_bytes);
+    CHECK(e.at_peak == snap[i].at_peak);
+    CHECK(e.count == snap[i].count);
+    CHECK(e.counters == snap[i].counters);
+    CHECK(e.live_bytes == snap[i].live_bytes);
+    CHECK(e.allocations == snap[i].allocations);
+    CHECK(e.live_by_tag == snap[i].live_by_tag);
+    CHECK(e.folded_entries == snap[i].folded_entries);
+  }
+}
+
+TEST_CASE("table_copy holds the table's compact records, not entries", "[report][stream]") {
+  fold_scopes("size", 200);
+  const arenastat::table_copy c = arenastat::table_copy::take();
+  const arenastat::table_status st = c.status();
+  REQUIRE(st.scope_entries >= 200);
+  // A scope record: a 56-byte header, its name, 9 bytes per tag and 17 plus
+  // the name per counter, rounded up to 8 bytes; plus an 8-byte offset. The
+  // scopes of this test binary have short names, at most 2 tags and 2
+  // counters: bound each by a 1 KiB name.
+  std::size_t scope_bound = 0;
+  arenastat::entry e;
+  std::size_t others = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (c.kind(i) != arenastat::entry_kind::scope) {
+      ++others;
+      continue;
+    }
+    c.read(i, e);
+    std::size_t bytes = 56 + e.name.size() + 9 * e.at_peak.size();
+    for (const auto& k : e.counters) bytes += 17 + k.name.size();
+    scope_bound += (bytes + 7) / 8 * 8 + 8;
+  }
+  // Accounts and folded rows are held as entries (few: the program's own objects).
+  const std::size_t other_bound = others * (sizeof(arenastat::entry) + 2048);
+  CHECK(c.bytes_held() <= scope_bound + other_bound);
+  CHECK(c.bytes_held() < st.scope_entries * sizeof(arenastat::entry));
+}
+
+TEST_CASE("a streamed report adds up to report() in chunks of about 64 KiB", "[report][stream]") {
+  fold_scopes("chunks", 3000);  // ~100 bytes of JSON each: over 4 chunks
+  for (const char* options : {"--json", "", "-H --sort=name", "--tree"}) {
+    INFO("options '" << options << "'");
+    const std::vector<std::string> chunks = chunks_of(arenastat::stream_report(options));
+    CHECK(without_process(joined(chunks)) == without_process(arenastat::report(options)));
+    if (std::string_view(options) == "--tree") continue;  // the tree is built whole, then handed over
+    CHECK(chunks.size() >= 4);
+    for (std::size_t i = 0; i + 1 < chunks.size(); ++i) {
+      // A chunk is handed over once it reaches 64 KiB: at most one row more.
+      CHECK(chunks[i].size() >= arenastat::detail::chunk_bytes);
+      CHECK(chunks[i].size() < arenastat::detail::chunk_bytes + 4096);
+    }
+  }
+  const json j = json::parse(joined(chunks_of(arenastat::stream_report("--json"))));
+  std::size_t mine = 0;
+  for (const auto& e : j.at("entries"))
+    if (e.at("name").get<std::string>().starts_with("stream-test/chunks/")) ++mine;
+  CHECK(mine == 3000);
+}
+
+TEST_CASE("a report stream checks its options before copying", "[report][stream]") {
+  CHECK_THROWS_WITH(arenastat::stream_report("--top=0"), Catch::Contains("--top"));
+  CHECK_THROWS_AS(arenastat::stream_report("--bogus"), std::invalid_argument);
+}
+
+TEST_CASE("a finished report stream holds nothing", "[report][stream]") {
+  arenastat::report_stream s = arenastat::stream_report("--json");
+  CHECK(s.bytes_held() >= arenastat::detail::chunk_bytes);
+  std::string_view c;
+  while (s.next(c)) {
+  }
+  CHECK(s.bytes_held() == 0);
+  CHECK_FALSE(s.next(c));
+}
+
+TEST_CASE("--top=N shows the N first entries of the full order, for every sort key", "[report][stream]") {
+  fold_scopes("top", 40);
+  for (const char* sort : {"peak", "count", "name", "live"}) {
+    INFO("--sort=" << sort);
+    const json all = json::parse(arenastat::report(std::string("--json --sort=") + sort));
+    const json top = json::parse(arenastat::report(std::string("--json --top=7 --sort=") + sort));
+    REQUIRE(all.at("entries").size() > 7);
+    REQUIRE(top.at("entries").size() == 7);
+    for (std::size_t i = 0; i < 7; ++i) CHECK(top.at("entries")[i].at("name") == all.at("entries")[i].at("name"));
+    CHECK(top.at("omitted_beyond_top") == all.at("entries").size() - 7);
+  }
+  // Among this test's scopes, peak order is known: chunk i is 128 + 64 * i bytes.
+  const json top = json::parse(arenastat::report("--json --top=100000 --sort=peak"));
+  std::vector<std::string> mine;
+  for (const auto& e : top.at("entries")) {
+    const std::string name = e.at("name");
+    if (name.starts_with("stream-test/top/")) mine.push_back(name);
+  }
+  REQUIRE(mine.size() == 40);
+  for (std::size_t k = 0; k < 40; ++k) CHECK(mine[k] == "stream-test/top/" + std::to_string(39 - k));
+}
