@@ -173,10 +173,12 @@ TEST_CASE("as root, a query gets through when another user holds every slot with
     return read_line(p.out);
   };
   REQUIRE(command("entries 20000") == "done");  // answers larger than a socket buffer
-  REQUIRE(command("serve 4") == "done");
+  // Long stall and response time-outs: the held slots stay held however slow
+  // the machine is (serve MAX BACKLOG STALL_MS REQUEST_MS RESPONSE_MS, 0: default).
+  REQUIRE(command("serve 4 0 60000 0 60000") == "done");
   // 'nobody' (the process's own user) takes all 4 slots with requests it never reads.
   spawned holder = spawn(setpriv, as_nobody(area.program(fake_server_path), {"--hold=4", sockets + "/" + pid + ".sock"}), {});
-  REQUIRE(read_line(holder.out) == "held 4");
+  REQUIRE(read_line(holder.out, 60s) == "held 4");
 
   const cli_result r = run_cli({pid, "help"}, {{"ARENASTAT_SOCKET_DIR", sockets}});
   CHECK(r.status == 0);
