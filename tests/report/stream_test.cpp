@@ -144,7 +144,7 @@ TEST_CASE("a finished report stream holds nothing", "[report][stream]") {
   CHECK_FALSE(s.next(c));
 }
 
-TEST_CASE("--top=N shows the N first entries of the full order, for every sort key", "[report][stream]") {
+TEST_CASE("a report cut by --top=N shows the N first entries of the full order, for every sort key", "[report][stream]") {
   fold_scopes("top", 40);
   for (const char* sort : {"peak", "count", "name", "live"}) {
     INFO("--sort=" << sort);
