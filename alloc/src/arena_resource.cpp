@@ -80,6 +80,18 @@ void* arena_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
   if (alignment == 0 || (alignment & (alignment - 1)) != 0)
     throw std::invalid_argument("arenastat::arena_resource: alignment " + std::to_string(alignment) +
                                 " is not a power of two");
+  // Padding inside the current chunk (p >= cur: cur + alignment - 1 cannot
+  // wrap for a user-space pointer; p <= end is checked before the difference).
+  {
+    const auto cur = reinterpret_cast<std::uintptr_t>(cur_);
+    const auto end = reinterpret_cast<std::uintptr_t>(end_);
+    const std::uintptr_t p = (cur + alignment - 1) & ~(std::uintptr_t{alignment} - 1);
+    if (p <= end && bytes <= end - p) {
+      cur_ = reinterpret_cast<char*>(p + bytes);
+      requested_ += bytes;
+      return reinterpret_cast<void*>(p);
+    }
+  }
   // Worst-case padding to reach `alignment` after a header that starts chunk-aligned.
   const std::size_t pad = alignment > chunk_alignment ? alignment - chunk_alignment : 0;
   // Larger than any object (PTRDIFF_MAX) with its header: refused before upstream is asked.

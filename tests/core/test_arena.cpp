@@ -62,6 +62,49 @@ TEST_CASE("every power-of-two alignment up to 4096 is honoured", "[arena]") {
   }
 }
 
+TEST_CASE("a request that needs padding is placed in the current chunk after the padding", "[arena]") {
+  // The fast path serves a bump pointer that already meets the alignment; a
+  // misaligned one is padded by the slow path, still inside the current chunk.
+  test::recording_hook hook;
+  arena_resource a{"node", arena_options{.initial_chunk = 256, .hook = &hook}};
+  char* c = static_cast<char*>(a.allocate(1, 1));
+  char* p = static_cast<char*>(a.allocate(8, 8));  // bump pointer at c + 1: 7 bytes of padding
+  CHECK(reinterpret_cast<std::uintptr_t>(p) % 8 == 0);
+  CHECK(p == c + 8);
+  char* q = static_cast<char*>(a.allocate(3, 2));  // p + 8 is already 2-aligned: no padding
+  CHECK(q == p + 8);
+  char* r = static_cast<char*>(a.allocate(16, 16));  // q + 3 padded up to 16
+  CHECK(reinterpret_cast<std::uintptr_t>(r) % 16 == 0);
+  CHECK(r > q + 2);
+  CHECK(r - (q + 3) < 16);
+  CHECK(a.chunk_count() == 1);
+  CHECK(a.bytes_requested() == 1 + 8 + 3 + 16);
+  // The rest of the chunk after padding: exactly what is left fits, one byte more does not.
+  (void)a.allocate(1, 1);
+  const auto chunk_end = reinterpret_cast<std::uintptr_t>(c) - H + 256;
+  const auto after = reinterpret_cast<std::uintptr_t>(r) + 16 + 1;
+  const std::size_t left = chunk_end - (after + 7) / 8 * 8;
+  char* last = static_cast<char*>(a.allocate(left, 8));
+  CHECK(reinterpret_cast<std::uintptr_t>(last) + left == chunk_end);
+  CHECK(hook.acquired == std::vector<std::size_t>{256});
+  (void)a.allocate(1, 1);
+  CHECK(hook.acquired == std::vector<std::size_t>{256, 512});
+}
+
+TEST_CASE("an alignment of 0 is refused like any non-power-of-two, and the arena stays usable", "[arena]") {
+  using Catch::Matchers::Contains;
+  arena_resource a{"node", arena_options{.initial_chunk = 4096}};
+  std::pmr::memory_resource* mr = &a;  // the virtual path, as containers call it
+  CHECK_THROWS_WITH(mr->allocate(8, 0), Contains("alignment 0 is not a power of two"));  // no chunk yet
+  char* first = static_cast<char*>(mr->allocate(16, 8));
+  CHECK_THROWS_WITH(mr->allocate(8, 0), Contains("alignment 0 is not a power of two"));  // a chunk with room
+  CHECK_THROWS_WITH(a.allocate(8, 0), Contains("alignment 0 is not a power of two"));    // inlined
+  char* next = static_cast<char*>(mr->allocate(16, 8));
+  CHECK(next == first + 16);  // the bump pointer did not move
+  CHECK(a.chunk_count() == 1);
+  CHECK(a.bytes_requested() == 32);
+}
+
 TEST_CASE("a large over-aligned request reserves header, padding and bytes", "[arena]") {
   test::recording_hook hook;
   arena_resource a{"node", arena_options{.initial_chunk = 256, .hook = &hook}};
