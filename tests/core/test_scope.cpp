@@ -6,6 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
+#include <string>
 #include <memory_resource>
 #include <vector>
 #include <stdexcept>
@@ -308,4 +310,104 @@ TEST_CASE("reset_peaks makes scope entries forget their largest run", "[scope]")
   const arenastat::entry e = test::find_entry("test/scope/reset", entry_kind::scope);
   CHECK(e.peak_bytes == 1024);
   CHECK(e.count == before + 2);
+}
+
+TEST_CASE("a tag the scope never charged reads 0; freeing memory taken before the scope credits it", "[scope]") {
+  arenastat::tracking_resource heap{"test/scope/credit-before", "scope_credit_tag"};
+  void* p = heap.allocate(100, 8);  // before the scope: not charged to it
+  {
+    scope s{"test/scope/credit-before"};
+    CHECK(s.tag_bytes(heap.tag()) == 0);
+    CHECK(s.tag_bytes(arenastat::max_tags - 1) == 0);
+    CHECK(s.tag_bytes_at_peak(heap.tag()) == 0);
+    heap.deallocate(p, 100, 8);  // inside: credited
+    CHECK(s.net_bytes() == -100);
+    CHECK(s.tag_bytes(heap.tag()) == -100);
+    CHECK(s.tag_bytes_at_peak(heap.tag()) == 0);
+    void* q = heap.allocate(300, 8);
+    CHECK(s.tag_bytes(heap.tag()) == 200);
+    CHECK(s.peak_bytes() == 200);
+    CHECK(s.tag_bytes_at_peak(heap.tag()) == 200);
+    heap.deallocate(q, 300, 8);
+  }
+  const arenastat::entry e = test::find_entry("test/scope/credit-before", entry_kind::scope);
+  CHECK(e.peak_bytes == 200);
+  REQUIRE(e.at_peak.size() == 1);
+  CHECK(e.at_peak[0].bytes == 200);
+}
+
+TEST_CASE("a scope name longer than the inline buffer is kept whole", "[scope]") {
+  const std::string name = "test/scope/long/" + std::string(300, 'x');
+  std::uint64_t before = 0;
+  for (const arenastat::entry& e : arenastat::snapshot())
+    if (e.name == name && e.kind == entry_kind::scope) before = e.count;
+  for (int i = 0; i < 2; ++i) {
+    scope s{name};
+    CHECK(s.name() == name);
+    s.set_counter("c", i);
+  }
+  const std::string edge(63, 'y');  // the longest inline name
+  { scope s{edge}; CHECK(s.name() == edge); }
+  CHECK(test::find_entry(name, entry_kind::scope).count == before + 2);
+  CHECK(test::find_entry(edge, entry_kind::scope).count >= 1);
+}
+
+TEST_CASE("a name folded again after its record was replaced by a larger breakdown is counted once per run", "[scope]") {
+  // The thread's fold memo points at the record it folded last; a record
+  // replaced (a new largest run with another shape) must not be written through it.
+  std::uint64_t before = 0;
+  for (const arenastat::entry& e : arenastat::snapshot())
+    if (e.name == "test/scope/memo" && e.kind == entry_kind::scope) before = e.count;
+  for (std::size_t size : {0, 1024, 0, 4096, 2048}) {
+    scope s{"test/scope/memo"};
+    if (size != 0) {
+      arena_resource a{"node", chunks_of(size)};
+      s.set_counter("size", static_cast<std::int64_t>(size));
+      (void)a.allocate(8, 8);
+    }
+    { scope inner{"test/scope/memo/inner"}; }  // another name folded between
+  }
+  const arenastat::entry e = test::find_entry("test/scope/memo", entry_kind::scope);
+  CHECK(e.count == before + 5);
+  CHECK(e.peak_bytes == 4096);
+  CHECK(e.last_peak_bytes == 2048);
+  REQUIRE(e.counters.size() == 1);
+  CHECK(e.counters[0].value == 4096);
+}
+
+TEST_CASE("scope durations from the calibrated time-stamp counter agree with steady_clock", "[scope]") {
+  using namespace std::chrono_literals;
+  { scope s{"test/scope/clock-warmup"}; }  // starts the calibration if nothing did before
+  std::this_thread::sleep_for(60ms);
+  { scope s{"test/scope/clock-warmup"}; }  // past the 50 ms window: the first rate
+  // An invariant TSC (Linux: constant_tsc and nonstop_tsc) must be in use by now.
+  bool invariant = false;
+  {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(cpuinfo, line))
+      if (line.rfind("flags", 0) == 0) {
+        invariant = line.find(" constant_tsc") != std::string::npos && line.find(" nonstop_tsc") != std::string::npos;
+        break;
+      }
+  }
+  const std::string clock = arenastat::scope_clock_name();
+  INFO("scope clock: " << clock);
+#if defined(__x86_64__)
+  if (invariant) CHECK(clock == "tsc");
+#endif
+  CHECK((clock == "tsc" || clock == "steady_clock"));
+  for (auto sleep : {20ms, 1ms}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      scope s{"test/scope/clock"};
+      std::this_thread::sleep_for(sleep);
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double asked = std::chrono::duration<double>(sleep).count();
+    const arenastat::entry e = test::find_entry("test/scope/clock", entry_kind::scope);
+    // The rate's error is about 1e-6 after a 50 ms window; 1e-5 leaves room.
+    CHECK(e.last_time_s >= asked * (1 - 1e-5));
+    CHECK(e.last_time_s <= elapsed * (1 + 1e-5));
+  }
 }

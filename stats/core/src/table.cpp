@@ -77,19 +77,20 @@ static_assert(sizeof(scope_record) == 56);
 constexpr std::uint8_t name_len_mask = 0x7f, at_peak_bit = 0x80;
 
 // What a new largest run brings: its non-zero tags and its counters.
+// Only ids[0, n_tags) and bytes[0, n_tags) are meaningful (not zeroed: a fold
+// that does not set a new largest run never builds one).
 struct breakdown {
   std::uint8_t n_tags = 0;
-  tag_id ids[max_tags] = {};
-  std::int64_t bytes[max_tags] = {};
-  const std::vector<counter_value>* counters = nullptr;
+  tag_id ids[max_tags];
+  std::int64_t bytes[max_tags];
+  const run_counter* counters = nullptr;
+  std::size_t counter_count = 0;
 
-  std::size_t n_counters() const noexcept {
-    return counters ? std::min(counters->size(), std::size_t{15}) : 0;
-  }
+  std::size_t n_counters() const noexcept { return std::min(counter_count, std::size_t{15}); }
   // Bytes after the name's padding.
   std::size_t tail_size() const noexcept {
     std::size_t n = 9 * std::size_t{n_tags} + 16 * n_counters();
-    for (std::size_t i = 0; i < n_counters(); ++i) n += 1 + std::min((*counters)[i].name.size(), std::size_t{127});
+    for (std::size_t i = 0; i < n_counters(); ++i) n += 1 + std::min(counters[i].name.size(), std::size_t{127});
     return n;
   }
 };
@@ -109,13 +110,13 @@ std::size_t tail_size_of(const scope_record& r) noexcept {
 void write_breakdown(scope_record& r, const breakdown& b) noexcept {
   for (std::size_t i = 0; i < b.n_tags; ++i) r.set_value(i, b.bytes[i]);
   for (std::size_t i = 0; i < b.n_counters(); ++i) {
-    r.set_value(b.n_tags + 2 * i, (*b.counters)[i].value);
-    r.set_value(b.n_tags + 2 * i + 1, (*b.counters)[i].last);
+    r.set_value(b.n_tags + 2 * i, b.counters[i].value);
+    r.set_value(b.n_tags + 2 * i + 1, b.counters[i].last);
   }
   std::uint8_t* p = r.tag_ids();
   for (std::size_t i = 0; i < b.n_tags; ++i) *p++ = b.ids[i];
   for (std::size_t i = 0; i < b.n_counters(); ++i) {
-    const counter_value& c = (*b.counters)[i];
+    const run_counter& c = b.counters[i];
     const std::size_t len = std::min(c.name.size(), std::size_t{127});
     *p++ = static_cast<std::uint8_t>(len | (c.at_peak ? at_peak_bit : 0u));
     std::memcpy(p, c.name.data(), len);
@@ -193,6 +194,7 @@ struct scope_table {
   std::uint64_t folded_entries = 0;
   std::atomic<std::size_t> max{table_max_from_env()};
   std::atomic<std::uint64_t> lost{0};
+  std::uint64_t generation = 1;  // bumped when a record is freed or replaced (fold_cache)
 
   static scope_table& get() {
     static scope_table* const t = new scope_table();  // never destroyed
@@ -256,6 +258,7 @@ void compact(scope_table& t) {
     t.records.erase(all[i]->name());
     destroy(all[i]);
   }
+  ++t.generation;
 }
 
 const char* result_name(std::uint8_t r) {
@@ -350,36 +353,46 @@ void check_name(std::string_view name, std::string_view who) {
 void fold_scope(const scope_run& run) noexcept {
   scope_table& t = scope_table::get();
   try {
-    breakdown b;
     std::lock_guard lock(t.mutex);
-    scope_record* r;
+    scope_record* r = nullptr;
     bool created = false;
-    auto it = t.records.find(run.name);
-    if (it != t.records.end()) {
-      r = it->r;
-    } else {
-      if (run.name.size() > max_name_bytes) throw std::length_error("name too long");
-      r = make_record(run.name, b, nullptr);
-      try {
-        it = t.records.insert(record_ref{r}).first;
-      } catch (...) {
-        destroy(r);
-        throw;
+    // The common case: the thread folds the name it folded last (a scope in a
+    // loop); its record is still the table's while the generation is unchanged.
+    fold_cache* cache = run.cache;
+    if (cache && cache->generation == t.generation && cache->record) {
+      auto* cached = static_cast<scope_record*>(const_cast<void*>(cache->record));
+      if (cached->name() == run.name) r = cached;
+    }
+    if (!r) {
+      if (auto it = t.records.find(run.name); it != t.records.end()) {
+        r = it->r;
+      } else {
+        if (run.name.size() > max_name_bytes) throw std::length_error("name too long");
+        r = make_record(run.name, breakdown{}, nullptr);
+        try {
+          t.records.insert(record_ref{r});
+        } catch (...) {
+          destroy(r);
+          throw;
+        }
+        created = true;
       }
-      created = true;
     }
     if (run.peak >= r->max_peak) {
-      // The new largest run: its breakdown and counters replace the old ones.
+      // The new largest run (or as large as it): its breakdown and counters replace the old ones.
+      breakdown b;
       for (std::uint32_t i = 0; i < run.tags_high && i < max_tags; ++i)
         if (run.at_peak[i] != 0) {
           b.ids[b.n_tags] = static_cast<tag_id>(i);
           b.bytes[b.n_tags++] = run.at_peak[i];
         }
-      b.counters = &run.counters;
+      b.counters = run.counters;
+      b.counter_count = run.counter_count;
       if (b.tail_size() != tail_size_of(*r) || b.n_tags != r->n_tags || b.n_counters() != r->n_counters) {
         scope_record* fresh = make_record(run.name, b, r);
-        it->r = fresh;
+        t.records.find(run.name)->r = fresh;
         destroy(r);
+        ++t.generation;
         r = fresh;
       } else {
         write_breakdown(*r, b);
@@ -394,9 +407,10 @@ void fold_scope(const scope_run& run) noexcept {
     r->result = static_cast<std::uint8_t>(run.result) & 3u;
     if (run.result == run_result::oom && r->oom_count != UINT32_MAX) ++r->oom_count;
     if (run.result == run_result::err && r->err_count != UINT32_MAX) ++r->err_count;
+    if (cache) *cache = {r, t.generation};
     if (created) {
       try {
-        compact(t);
+        compact(t);  // may fold r itself out: compact moves the generation on, so the memo lapses
       } catch (...) {
         // Out of memory while folding: the table stays above its cap until the next new name.
       }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "arenastat/context.hpp"
+#include "table_internal.hpp"
 
 namespace arenastat::detail {
 
@@ -26,6 +27,7 @@ struct thread_state {
   std::mutex pending_mutex;
   std::vector<pending_credit> pending;  // guarded by pending_mutex
   thread_state* next_free = nullptr;
+  fold_cache fold_memo;  // owner only: the record this thread folded last (table.cpp)
 };
 
 // This thread's record, acquired on first use (not before a scope is entered).

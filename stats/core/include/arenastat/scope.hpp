@@ -20,6 +20,14 @@
 
 namespace arenastat {
 
+// The clock a scope entered now reads for its duration: "tsc" (the CPU's
+// invariant time-stamp counter, read in about half the time of
+// steady_clock::now(), its rate calibrated against steady_clock over the
+// first 50 ms after the first scope ended and refined as the window doubles)
+// or "steady_clock" (before that calibration, and on CPUs without an
+// invariant TSC). docs/concepts.md, "Scope cost".
+const char* scope_clock_name() noexcept;
+
 struct scope_options {
   std::uint64_t limit_bytes = 0;  // 0: no limit
 };
@@ -44,38 +52,49 @@ class scope {
   // Throws std::invalid_argument for a bad name, std::length_error past max_counters.
   void set_counter(std::string_view name, std::int64_t value);
 
-  std::string_view name() const noexcept { return name_; }
+  std::string_view name() const noexcept {
+    return long_name_.empty() ? std::string_view(short_name_, name_len_) : std::string_view(long_name_);
+  }
   std::uint64_t id() const noexcept { return id_; }
   std::int64_t net_bytes() const noexcept { return net_; }
   std::uint64_t peak_bytes() const noexcept { return static_cast<std::uint64_t>(peak_); }
   std::uint64_t limit_bytes() const noexcept { return limit_; }
   // Net bytes of one tag now / at the peak.
-  std::int64_t tag_bytes(tag_id tag) const noexcept { return live_by_tag_[tag]; }
-  std::int64_t tag_bytes_at_peak(tag_id tag) const noexcept { return at_peak_[tag]; }
+  std::int64_t tag_bytes(tag_id tag) const noexcept { return tag < tags_high_ ? live_by_tag_[tag] : 0; }
+  std::int64_t tag_bytes_at_peak(tag_id tag) const noexcept { return tag < tags_high_ ? at_peak_[tag] : 0; }
   bool limit_hit() const noexcept { return limit_hit_; }
 
  private:
   friend struct scope_access;
 
+  // Filled by set_counter (counters_[0, counter_count_) only: a scope that
+  // sets none never writes them).
   struct counter {
-    char name[max_counter_name + 1] = {};
-    std::int64_t value = 0;    // last value set
-    std::int64_t at_peak = 0;  // value when the latest peak was reached
-    bool set_at_peak = false;  // the counter existed when the latest peak was reached
+    char name[max_counter_name + 1];  // NUL-terminated
+    std::int64_t value;    // last value set
+    std::int64_t at_peak;  // value when the latest peak was reached
+    bool set_at_peak;      // the counter existed when the latest peak was reached
   };
 
-  std::string name_;
+  // The name: inline up to short_name_max bytes (no allocation), else in long_name_.
+  static constexpr std::size_t short_name_max = 63;
+  char short_name_[short_name_max + 1];
+  std::uint32_t name_len_ = 0;
+  std::string long_name_;
   std::uint64_t id_ = 0;
   std::uint64_t limit_ = 0;
   std::int64_t net_ = 0;
   std::int64_t peak_ = 0;
-  std::uint32_t tags_high_ = 0;     // 1 + highest tag id charged (bounds the snapshot copy)
+  // 1 + highest tag id charged or credited: live_by_tag_ and at_peak_ are
+  // written (zeroed first) only below it, so entering a scope clears nothing.
+  std::uint32_t tags_high_ = 0;
   std::uint32_t counter_count_ = 0;
   int uncaught_at_entry_ = 0;
   bool limit_hit_ = false;
-  std::chrono::steady_clock::time_point start_;
-  std::int64_t live_by_tag_[max_tags] = {};
-  std::int64_t at_peak_[max_tags] = {};
+  bool tsc_clock_ = false;          // start_ is in time-stamp-counter ticks, else steady_clock ns
+  std::uint64_t start_ = 0;
+  std::int64_t live_by_tag_[max_tags];
+  std::int64_t at_peak_[max_tags];
   counter counters_[max_counters];
 };
 
