@@ -1,9 +1,16 @@
 // Streamed reports: table_copy reads the table as snapshot() does, in less
 // memory; report_stream hands the report over in bounded chunks that add up to
 // report(); --top=N picks the N first of the full order.
+#include <unistd.h>
+
 #include <arenastat/arenastat.hpp>
+#include <arenastat/dump.hpp>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -164,4 +171,80 @@ TEST_CASE("a report cut by --top=N shows the N first entries of the full order, 
   }
   REQUIRE(mine.size() == 40);
   for (std::size_t k = 0; k < 40; ++k) CHECK(mine[k] == "stream-test/top/" + std::to_string(39 - k));
+}
+
+namespace {
+
+bool by_peak_then_name(const arenastat::scope_key& a, const arenastat::scope_key& b, const void*) {
+  return a.peak != b.peak ? a.peak > b.peak : a.name < b.name;
+}
+
+std::size_t scopes_in(const arenastat::table_copy& c) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) n += c.kind(i) == arenastat::entry_kind::scope;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a bounded copy takes the top scope entries only, chosen on the locked table", "[report][stream]") {
+  fold_scopes("bound", 300);
+  std::vector<arenastat::entry> scopes;
+  for (auto& e : arenastat::snapshot())
+    if (e.kind == arenastat::entry_kind::scope) scopes.push_back(e);
+  std::sort(scopes.begin(), scopes.end(), [](const auto& a, const auto& b) {
+    return a.peak_bytes != b.peak_bytes ? a.peak_bytes > b.peak_bytes : a.name < b.name;
+  });
+  REQUIRE(scopes.size() >= 300);
+  const arenastat::table_copy full = arenastat::table_copy::take();
+  const arenastat::table_copy top = arenastat::table_copy::take({.top = 5, .before = by_peak_then_name});
+  REQUIRE(scopes_in(top) == 5);
+  CHECK(top.scopes_beyond_top() == scopes.size() - 5);
+  CHECK(top.scopes_below_min() == 0);
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < top.size(); ++i)
+    if (top.kind(i) == arenastat::entry_kind::scope) names.emplace_back(top.name(i));
+  std::vector<std::string> expected;
+  for (std::size_t k = 0; k < 5; ++k) expected.push_back(scopes[k].name);
+  std::sort(expected.begin(), expected.end());  // a copy keeps name order
+  CHECK(names == expected);
+  // Five records instead of every one (accounts and folded rows are whole in both).
+  CHECK(top.bytes_held() * 10 < full.bytes_held());
+}
+
+TEST_CASE("a bounded copy leaves out scope entries below its minimum peak and counts them", "[report][stream]") {
+  fold_scopes("minimum", 50);  // peaks 128, 192, ..., 3264
+  std::size_t below = 0, at_least = 0, accounts_below = 0;
+  for (const auto& e : arenastat::snapshot()) {
+    if (e.kind == arenastat::entry_kind::account) accounts_below += e.peak_bytes < 1000;
+    if (e.kind != arenastat::entry_kind::scope) continue;
+    ++(e.peak_bytes < 1000 ? below : at_least);
+  }
+  const arenastat::table_copy c = arenastat::table_copy::take({.min_peak = 1000});
+  CHECK(c.scopes_below_min() == below);
+  CHECK(scopes_in(c) == at_least);
+  const json j = json::parse(arenastat::report("--json -s=1000"));
+  CHECK(j.at("omitted_smaller") == below + accounts_below);  // -s hides accounts too
+  CHECK(j.at("table").at("scope_entries") == below + at_least);
+}
+
+TEST_CASE("a bounded copy without an order for its top is refused", "[report][stream]") {
+  CHECK_THROWS_AS(arenastat::table_copy::take({.top = 3}), std::invalid_argument);
+}
+
+TEST_CASE("a dump larger than a chunk is written as render_dump renders it", "[report][stream]") {
+  fold_scopes("dump", 2000);  // ~100 bytes a line: several chunks
+  char dir[] = "/tmp/arenastat-stream-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string path = std::string(dir) + "/dump.txt";
+  REQUIRE(arenastat::write_dump(path, arenastat::dump_sort::size) == path);
+  std::ifstream in(path);
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string rendered = arenastat::render_dump(arenastat::snapshot(), arenastat::dump_sort::size, {});
+  REQUIRE(written.size() > arenastat::detail::chunk_bytes);
+  // The TOTAL line carries the pid, program and time: the rest must be equal.
+  CHECK(written.substr(written.find('\n')) == rendered.substr(rendered.find('\n')));
+  CHECK(written.substr(0, written.find(" pid=")) == rendered.substr(0, rendered.find(" pid=")));
+  std::remove(path.c_str());
+  ::rmdir(dir);
 }

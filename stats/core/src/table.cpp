@@ -426,20 +426,56 @@ std::uint64_t lost_folds() noexcept { return scope_table::get().lost.load(std::m
 
 namespace arenastat {
 
-table_copy table_copy::take() {
+table_copy table_copy::take() { return take(copy_bound{}); }
+
+table_copy table_copy::take(const copy_bound& bound) {
+  if (bound.top != 0 && bound.before == nullptr) throw std::invalid_argument("table_copy::take: top without an order");
   table_copy c;
   detail::scope_table& t = detail::scope_table::get();
   std::vector<entry> folded;
   {
     std::lock_guard lock(t.mutex);
+    // The records to copy: every one, or those the bound lets through.
+    std::vector<const detail::scope_record*> chosen;
+    const auto key_of = [](const detail::scope_record* r) { return scope_key{r->max_peak, r->count, r->name()}; };
+    if (bound.top == 0) {
+      chosen.reserve(t.records.size());
+      for (const detail::record_ref& x : t.records) {
+        if (x.r->max_peak < bound.min_peak) ++c.below_min_;
+        else chosen.push_back(x.r);
+      }
+    } else {
+      // A heap of the best `top` so far, the last of them in order at its front.
+      const auto heap_order = [&](const detail::scope_record* a, const detail::scope_record* b) {
+        return bound.before(key_of(a), key_of(b), bound.context);
+      };
+      chosen.reserve(std::min(bound.top, t.records.size()));
+      for (const detail::record_ref& x : t.records) {
+        if (x.r->max_peak < bound.min_peak) {
+          ++c.below_min_;
+          continue;
+        }
+        if (chosen.size() < bound.top) {
+          chosen.push_back(x.r);
+          std::push_heap(chosen.begin(), chosen.end(), heap_order);
+          continue;
+        }
+        ++c.beyond_top_;
+        if (heap_order(x.r, chosen.front())) {
+          std::pop_heap(chosen.begin(), chosen.end(), heap_order);
+          chosen.back() = x.r;
+          std::push_heap(chosen.begin(), chosen.end(), heap_order);
+        }
+      }
+    }
     std::size_t words = 0;
-    for (const detail::record_ref& x : t.records) words += (detail::record_size(*x.r) + 7) / 8;
+    for (const detail::scope_record* r : chosen) words += (detail::record_size(*r) + 7) / 8;
     c.records_.resize(words);
-    c.scopes_.reserve(t.records.size());
+    c.scopes_.reserve(chosen.size());
     std::size_t at = 0;
-    for (const detail::record_ref& x : t.records) {
-      const std::size_t size = detail::record_size(*x.r);
-      std::memcpy(c.records_.data() + at, x.r, size);
+    for (const detail::scope_record* r : chosen) {
+      const std::size_t size = detail::record_size(*r);
+      std::memcpy(c.records_.data() + at, r, size);
       c.scopes_.push_back(at);
       at += (size + 7) / 8;
     }

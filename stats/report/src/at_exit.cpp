@@ -103,7 +103,7 @@ void print_report_at_exit() noexcept {
   }
   bool leaks_on_stderr = false;
   try {
-    const auto copy = std::make_shared<const table_copy>(table_copy::take());
+    const auto copy = std::make_shared<const table_copy>(detail::copy_for(options));
     const process_info proc = read_process_info();
     if (to_file && options.format == report_format::prometheus) {
       // A .prom file for the textfile collector: never half written.

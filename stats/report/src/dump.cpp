@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "arenastat/report.hpp"
+#include "chunk_stream.hpp"
 #include "sys.hpp"
 #include "text_escape.hpp"
 
@@ -54,20 +55,86 @@ const char* sort_text(dump_sort sort) noexcept {
   return "size";
 }
 
-// Writes `text` to a new file (exclusive) or to a replaced one.
-bool write_file(const std::string& path, const std::string& text, bool exclusive) {
+// The dump of `c`, handed to `flush` about chunk_bytes at a time (flush
+// takes the text and leaves `out` empty). Entries are read from the copy one
+// at a time: the sort holds a small key per entry, never the entries.
+template <class Flush>
+void render_dump_to(const table_copy& c, dump_sort sort, const dump_header& header, Flush&& flush) {
+  struct key {
+    std::size_t index;
+    std::int64_t value;
+    std::string_view name;
+    entry_kind kind;
+  };
+  std::vector<key> rows;
+  rows.reserve(c.size());
+  std::int64_t total_size = 0, total_count = 0, total_blocks = 0;
+  entry e;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    c.read(i, e);
+    const entry_figures f = figures_of(e);
+    total_size += size_of(e);
+    total_count += static_cast<std::int64_t>(f.count);
+    total_blocks += f.blocks;
+    rows.push_back({i, sort_value(e, sort), c.name(i), e.kind});
+  }
+  std::sort(rows.begin(), rows.end(), [](const key& a, const key& b) {
+    if (a.value != b.value) return a.value > b.value;
+    return std::tie(a.name, a.kind) < std::tie(b.name, b.kind);
+  });
+
+  std::string out = "TOTAL size=" + std::to_string(total_size) + " count=" + std::to_string(total_count) +
+                    " blocks=" + std::to_string(total_blocks) + " entries=" + std::to_string(c.size()) +
+                    " pid=" + std::to_string(header.pid) + " program=" + detail::escape_text(header.program) +
+                    " time=" + detail::utc_time_string(header.time) + " sort=" + sort_text(sort);
+  if (header.lost_folds != 0) out += " lost_folds=" + std::to_string(header.lost_folds);
+  out += '\n';
+  char line[160];
+  std::snprintf(line, sizeof line, "%20s %16s %16s %20s  %-7s  %s\n", "size", "count", "blocks", "peak", "kind",
+                "name");
+  out += line;
+  for (const key& k : rows) {
+    c.read(k.index, e);
+    const entry_figures f = figures_of(e);
+    std::snprintf(line, sizeof line, "%20" PRId64 " %16" PRIu64 " %16" PRId64 " %20" PRIu64 "  %-7s  ", size_of(e),
+                  f.count, f.blocks, f.peak, kind_name(e.kind));
+    out += line;
+    detail::append_escaped(out, e.name);
+    out += '\n';
+    if (out.size() >= detail::chunk_bytes) flush(out);
+  }
+  flush(out);
+}
+
+// Creates the dump file: exclusively (-1 when it exists) or replacing one.
+int create_file(const std::string& path, bool exclusive) {
   const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
   const int fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0) {
-    if (exclusive && errno == EEXIST) return false;
+    if (exclusive && errno == EEXIST) return -1;
     throw std::system_error(errno, std::generic_category(), "dump: cannot create " + path);
   }
-  if (const int err = detail::write_all(fd, text); err != 0) {
+  return fd;
+}
+
+// Writes the dump of `c` into the open `fd` (closed here) a chunk at a time.
+void write_dump_file(int fd, const std::string& path, const table_copy& c, dump_sort sort,
+                     const dump_header& header) {
+  int err = 0;
+  try {
+    render_dump_to(c, sort, header, [&](std::string& out) {
+      if (err == 0) err = detail::write_all(fd, out);
+      out.clear();
+    });
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (err != 0) {
     ::close(fd);
     throw std::system_error(err, std::generic_category(), "dump: cannot write " + path);
   }
   if (::close(fd) != 0) throw std::system_error(errno, std::generic_category(), "dump: cannot write " + path);
-  return true;
 }
 
 }  // namespace
@@ -90,41 +157,12 @@ dump_sort dump_sort_from_env() noexcept {
 }
 
 std::string render_dump(const std::vector<entry>& entries, dump_sort sort, const dump_header& header) {
-  std::vector<const entry*> rows;
-  rows.reserve(entries.size());
-  std::int64_t total_size = 0, total_count = 0, total_blocks = 0;
-  for (const entry& e : entries) {
-    rows.push_back(&e);
-    const entry_figures f = figures_of(e);
-    total_size += size_of(e);
-    total_count += static_cast<std::int64_t>(f.count);
-    total_blocks += f.blocks;
-  }
-  std::sort(rows.begin(), rows.end(), [sort](const entry* a, const entry* b) {
-    const std::int64_t ka = sort_value(*a, sort), kb = sort_value(*b, sort);
-    if (ka != kb) return ka > kb;
-    return std::tie(a->name, a->kind) < std::tie(b->name, b->kind);
+  std::string text;
+  render_dump_to(table_copy::of(entries), sort, header, [&](std::string& out) {
+    text += out;
+    out.clear();
   });
-
-  std::string out = "TOTAL size=" + std::to_string(total_size) + " count=" + std::to_string(total_count) +
-                    " blocks=" + std::to_string(total_blocks) + " entries=" + std::to_string(entries.size()) +
-                    " pid=" + std::to_string(header.pid) + " program=" + detail::escape_text(header.program) +
-                    " time=" + detail::utc_time_string(header.time) + " sort=" + sort_text(sort);
-  if (header.lost_folds != 0) out += " lost_folds=" + std::to_string(header.lost_folds);
-  out += '\n';
-  char line[160];
-  std::snprintf(line, sizeof line, "%20s %16s %16s %20s  %-7s  %s\n", "size", "count", "blocks", "peak", "kind",
-                "name");
-  out += line;
-  for (const entry* e : rows) {
-    const entry_figures f = figures_of(*e);
-    std::snprintf(line, sizeof line, "%20" PRId64 " %16" PRIu64 " %16" PRId64 " %20" PRIu64 "  %-7s  ", size_of(*e),
-                  f.count, f.blocks, f.peak, kind_name(e->kind));
-    out += line;
-    detail::append_escaped(out, e->name);
-    out += '\n';
-  }
-  return out;
+  return text;
 }
 
 std::string dump_file_name(int pid, std::time_t time) {
@@ -138,12 +176,13 @@ std::string dump_file_name(int pid, std::time_t time) {
 std::string write_dump(std::string_view path, std::optional<dump_sort> sort) {
   const std::time_t now = std::time(nullptr);
   const int pid = static_cast<int>(::getpid());
-  const std::string text =
-      render_dump(snapshot(), sort.value_or(dump_sort_from_env()),
-                  {pid, detail::program_name(), now, table_status_now().lost_folds});
-  if (!path.empty()) {
-    const std::string target = detail::absolute_path(std::string(path), "dump");
-    write_file(target, text, /*exclusive=*/false);
+  const dump_sort order = sort.value_or(dump_sort_from_env());
+  const std::string target =
+      path.empty() ? std::string() : detail::absolute_path(std::string(path), "dump");  // checked before the copy
+  const table_copy copy = table_copy::take();
+  const dump_header header{pid, detail::program_name(), now, copy.status().lost_folds};
+  if (!target.empty()) {
+    write_dump_file(create_file(target, /*exclusive=*/false), target, copy, order, header);
     return target;
   }
   const char* dir_env = std::getenv("ARENASTAT_DUMP_DIR");
@@ -152,7 +191,10 @@ std::string write_dump(std::string_view path, std::optional<dump_sort> sort) {
   const std::string stem = base.substr(0, base.size() - 4);  // without ".txt"
   for (int n = 0; n < 1000; ++n) {
     const std::string candidate = n == 0 ? base : stem + "." + std::to_string(n) + ".txt";
-    if (write_file(candidate, text, /*exclusive=*/true)) return candidate;
+    if (const int fd = create_file(candidate, /*exclusive=*/true); fd >= 0) {
+      write_dump_file(fd, candidate, copy, order, header);
+      return candidate;
+    }
   }
   throw std::system_error(EEXIST, std::generic_category(), "dump: 1000 dumps named " + base + " exist");
 }

@@ -112,10 +112,14 @@ selection select(const table_copy& c, const report_options& o) {
     const entry_figures f = figures_of(e);
     keys.push_back({i, e.kind, f.peak, f.count, f.live, c.name(i)});
   }
+  // What a bounded copy left out (table_copy::take(copy_bound)) still counts.
+  s.scopes += c.scopes_below_min() + c.scopes_beyond_top();
+  s.omitted_small += c.scopes_below_min();
+  s.omitted_top = c.scopes_beyond_top();
   const auto before = [&](const row_key& a, const row_key& b) { return comes_before(a, b, o.sort); };
   std::size_t n = keys.size();
   if (o.top && n > *o.top) {
-    s.omitted_top = n - *o.top;
+    s.omitted_top += n - *o.top;
     n = *o.top;
     std::partial_sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(n), keys.end(), before);
   } else {
@@ -124,6 +128,14 @@ selection select(const table_copy& c, const report_options& o) {
   s.shown.reserve(n);
   for (std::size_t k = 0; k < n; ++k) s.shown.push_back(keys[k].index);
   return s;
+}
+
+// A scope entry's key as the table holds it: the figures figures_of() gives a
+// scope (count = runs, live 0).
+bool scope_before(const scope_key& a, const scope_key& b, const void* sort) {
+  const row_key ka{0, entry_kind::scope, a.peak, a.runs, 0, a.name};
+  const row_key kb{0, entry_kind::scope, b.peak, b.runs, 0, b.name};
+  return comes_before(ka, kb, *static_cast<const sort_key*>(sort));
 }
 
 std::vector<std::size_t> of_kind(const table_copy& c, const std::vector<std::size_t>& v, entry_kind k) {
@@ -761,7 +773,7 @@ std::size_t report_stream::bytes_held() const noexcept { return s_ ? s_->held + 
 
 report_stream stream_report(std::string_view options) {
   const report_options o = parse_report_options(options);  // a bad option throws before the copy
-  return detail::stream_report(std::make_shared<const table_copy>(table_copy::take()), read_process_info(), o, {});
+  return detail::stream_report(std::make_shared<const table_copy>(detail::copy_for(o)), read_process_info(), o, {});
 }
 
 std::string report(std::string_view options) {
@@ -773,6 +785,21 @@ std::string report(std::string_view options) {
 }
 
 namespace detail {
+
+// The copy a report of these options needs: the scope entries -s and --top
+// let through, chosen on the locked table (every entry for the formats that
+// show them all).
+table_copy copy_for(const report_options& o) {
+  if (o.format == report_format::prometheus || o.format == report_format::html) return table_copy::take();
+  copy_bound bound;
+  bound.min_peak = o.min_size;
+  if (o.top) {
+    bound.top = *o.top;
+    bound.before = scope_before;
+    bound.context = &o.sort;
+  }
+  return table_copy::take(bound);
+}
 
 report_stream stream_report(std::shared_ptr<const table_copy> copy, const process_info& proc,
                             const report_options& options, std::vector<leak> leaks) {

@@ -14,6 +14,10 @@ namespace arenastat::detail {
 // mapped_bytes}} (the report's "process" member and `process --json`).
 void write_process_json(json_writer& w, const process_info& p, bool with_pid);
 
+// The copy a report of `options` needs: the scope entries -s and --top let
+// through, chosen on the locked table (every entry for --prometheus and --html).
+table_copy copy_for(const report_options& options);
+
 // The report of `copy` as a stream, with the at-exit leaks section when
 // `leaks` is not empty (text: "Leaks (N):" lines; JSON: a "leaks" member).
 report_stream stream_report(std::shared_ptr<const table_copy> copy, const process_info& proc,

@@ -92,10 +92,33 @@ struct table_status {
 // accounts' totals and the folded rows. Entries are read from it one at a
 // time, so a report of N entries holds one `entry`, not N. Streamed reports,
 // --top and snapshot() read the table through it.
+// What a bounded copy needs of a scope entry to choose it, read from the
+// table's record without copying it (the name is valid during the choice only).
+struct scope_key {
+  std::uint64_t peak = 0;  // largest peak of any run
+  std::uint64_t runs = 0;
+  std::string_view name;
+};
+
+// Which scope entries a copy takes: those whose peak is at least min_peak,
+// and of them at most `top` (0: all), the first in `before` order (a strict
+// weak order; required when top != 0). Accounts and folded rows are always
+// taken whole.
+struct copy_bound {
+  std::uint64_t min_peak = 0;
+  std::size_t top = 0;
+  bool (*before)(const scope_key&, const scope_key&, const void* context) = nullptr;
+  const void* context = nullptr;  // passed to `before`
+};
+
 class table_copy {
  public:
   // Takes the copy now (the table's lock is held for the byte copy only).
   static table_copy take();
+  // Takes only the scope entries `bound` lets through: under the lock, one
+  // pass keeps the best `top` in a heap of that size, and only they are
+  // copied, so `--top=N` copies N records whatever the table's size.
+  static table_copy take(const copy_bound& bound);
   // A copy holding exactly `entries`, in their order (render_report over
   // entries taken earlier, tests).
   static table_copy of(std::vector<entry> entries);
@@ -117,12 +140,16 @@ class table_copy {
   const table_status& status() const noexcept { return status_; }
   // Bytes this copy holds (its buffers' capacities).
   std::size_t bytes_held() const noexcept;
+  // Scope entries the bound left out: peak below min_peak, and beyond top.
+  std::size_t scopes_below_min() const noexcept { return below_min_; }
+  std::size_t scopes_beyond_top() const noexcept { return beyond_top_; }
 
  private:
   std::vector<std::uint64_t> records_;  // scope records, each 8-byte aligned
   std::vector<std::size_t> scopes_;     // their offsets (in words), in name order
   std::vector<entry> others_;           // accounts in name order, then folded rows
   table_status status_;
+  std::size_t below_min_ = 0, beyond_top_ = 0;
 };
 
 // Every entry: scopes, then accounts, each in name order, then folded rows in
