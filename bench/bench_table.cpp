@@ -1,6 +1,6 @@
 // bench_table: what one query costs the target, in peak resident memory.
 //
-//   bench_table --names=N --cap=M --query=none|text|json|top|tree|dump|at-exit
+//   bench_table --names=N --cap=M --query=none|text|json|top|tree|dump|metrics|at-exit
 //
 // Folds N scopes of distinct names ("request/<i>", one 1 KiB arena chunk
 // each) into a table capped at M entries (0: no cap), reads VmHWM, answers
@@ -18,11 +18,12 @@
 
 #include "arenastat/arenastat.hpp"
 #include "arenastat/dump.hpp"
+#include "arenastat/prometheus.hpp"
 #include "args.hpp"
 
 namespace {
 
-constexpr std::string_view usage = "bench_table --names=N --cap=M --query=none|text|json|top|tree|dump|at-exit";
+constexpr std::string_view usage = "bench_table --names=N --cap=M --query=none|text|json|top|tree|dump|metrics|at-exit";
 
 std::uint64_t hwm_kib() {
   char buf[8192];
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
   else if (query == "top") bytes = streamed("--top=10");
   else if (query == "tree") bytes = streamed("--tree");
   else if (query == "dump") arenastat::write_dump("/dev/null");
+  else if (query == "metrics") bytes = arenastat::metrics({}).size();
   else if (query == "at-exit") arenastat::print_at_exit("");  // printed after main, measured by the caller
   else if (query != "none") arenastat::bench::usage_error("bench_table", usage, "unknown query '" + query + "'");
   const std::uint64_t after = hwm_kib();

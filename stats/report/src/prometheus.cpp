@@ -14,6 +14,7 @@
 #include <map>
 #include <system_error>
 
+#include "report_internal.hpp"
 #include "sys.hpp"
 #include "text_escape.hpp"
 
@@ -120,7 +121,8 @@ struct scope_group_figures {
   std::uint64_t errors = 0;
   double seconds = 0;
   std::uint64_t peak = 0;
-  const entry* peak_entry = nullptr;
+  std::vector<tag_bytes> peak_tags;  // at the largest peak of the group
+  bool has_peak = false;
 };
 
 }  // namespace
@@ -190,8 +192,27 @@ table_figures read_table_figures(const std::vector<entry>& entries) {
   return t;
 }
 
-std::string render_metrics(const std::vector<entry>& entries, const process_info& proc,
-                           const table_figures& table, const metrics_options& options) {
+namespace detail {
+
+table_figures table_figures_of(const table_copy& c) {
+  table_figures t;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    const entry_kind k = c.kind(i);
+    if (k == entry_kind::scope) ++t.scope_entries;
+    else if (k == entry_kind::account) ++t.account_entries;
+    else ++t.folded_rows;
+  }
+  t.scope_entries += c.scopes_below_min() + c.scopes_beyond_top();
+  t.lost_folds = c.status().lost_folds;
+  t.table_max = c.status().max;
+  t.folded_entries = c.status().folded_entries;
+  return t;
+}
+
+// Entries are read from the copy one at a time: what is kept is one group's
+// figures per label value, never the entries.
+std::string render_metrics(const table_copy& c, const process_info& proc, const table_figures& table,
+                           const metrics_options& options) {
   const unsigned depth = options.depth == 0 ? 1 : options.depth;
   std::deque<family> fams;  // add() hands out references: they must survive later additions
   const auto add = [&fams](std::string_view name, family_type type, std::string_view unit,
@@ -236,17 +257,20 @@ std::string render_metrics(const std::vector<entry>& entries, const process_info
   // Scopes, grouped by name prefix; an overflow row ("request/", "(other)")
   // joins its prefix's group with the names folded into it.
   std::map<std::string, scope_group_figures> groups;
-  for (const entry& e : entries) {
-    if (e.kind == entry_kind::account) continue;
+  entry e;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (c.kind(i) == entry_kind::account) continue;
+    c.read(i, e);
     scope_group_figures& g = groups[scope_group(e.name, depth)];
     g.names += e.kind == entry_kind::folded ? e.folded_entries : 1;
     g.runs += e.count;
     g.limit_hits += e.oom_count;
     g.errors += e.err_count;
     g.seconds += e.time_s;
-    if (g.peak_entry == nullptr || e.peak_bytes > g.peak) {
+    if (!g.has_peak || e.peak_bytes > g.peak) {
       g.peak = e.peak_bytes;
-      g.peak_entry = &e;
+      g.peak_tags = e.at_peak;
+      g.has_peak = true;
     }
   }
   auto& names = add("arenastat_scope_names", gauge, "", "Distinct scope names in the group.");
@@ -263,7 +287,7 @@ std::string render_metrics(const std::vector<entry>& entries, const process_info
     const std::string one = labels({l});
     names.push_back({one, number(g.names)});
     peak.push_back({one, number(g.peak)});
-    for (const tag_bytes& t : g.peak_entry->at_peak) {
+    for (const tag_bytes& t : g.peak_tags) {
       peak_tag.push_back({labels({l, label("tag", t.tag)}), number(t.bytes)});
     }
     runs.push_back({one, number(g.runs)});
@@ -280,8 +304,9 @@ std::string render_metrics(const std::vector<entry>& entries, const process_info
   auto& allocated = add("arenastat_account_allocated_bytes", counter, "bytes", "Bytes ever allocated by an account.");
   auto& allocs = add("arenastat_account_allocations", counter, "", "Allocations made by an account.");
   auto& frees = add("arenastat_account_frees", counter, "", "Frees made by an account.");
-  for (const entry& e : entries) {
-    if (e.kind != entry_kind::account) continue;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (c.kind(i) != entry_kind::account) continue;
+    c.read(i, e);
     const std::string l = label("account", e.name);
     const std::string one = labels({l});
     live.push_back({one, number(e.live_bytes)});
@@ -298,10 +323,16 @@ std::string render_metrics(const std::vector<entry>& entries, const process_info
   return out;
 }
 
+}  // namespace detail
+
+std::string render_metrics(const std::vector<entry>& entries, const process_info& proc,
+                           const table_figures& table, const metrics_options& options) {
+  return detail::render_metrics(table_copy::of(entries), proc, table, options);
+}
+
 std::string metrics(const metrics_options& options) {
-  std::vector<entry> entries = snapshot();
-  const table_figures table = read_table_figures(entries);
-  return render_metrics(entries, read_process_info(), table, options);
+  const table_copy c = table_copy::take();
+  return detail::render_metrics(c, read_process_info(), detail::table_figures_of(c), options);
 }
 
 std::string_view metrics_content_type(metrics_format format) noexcept {

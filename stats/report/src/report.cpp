@@ -692,10 +692,9 @@ chunk_stream whole_text(std::string text) {
 chunk_stream stream_of(report_input in) {
   switch (in.options.format) {
     case report_format::prometheus: {  // every entry: -s, --sort, --top do not apply
-      std::vector<entry> entries(in.copy->size());
-      for (std::size_t i = 0; i < entries.size(); ++i) in.copy->read(i, entries[i]);
-      return whole_text(render_metrics(entries, in.process, read_table_figures(entries),
-                                       {.depth = metrics_depth_from_env()}));
+      metrics_options mo;
+      mo.depth = metrics_depth_from_env();
+      return whole_text(detail::render_metrics(*in.copy, in.process, detail::table_figures_of(*in.copy), mo));
     }
     case report_format::html: {
       std::vector<entry> entries(in.copy->size());
@@ -744,6 +743,11 @@ entry_figures figures_of(const entry& e) noexcept {
 
 std::string render_report(const std::vector<entry>& entries, const process_info& proc,
                           const report_options& options, const table_status& table) {
+  if (options.format == report_format::prometheus) {  // the figures of the live table, as read_table_figures says
+    metrics_options mo;
+    mo.depth = metrics_depth_from_env();
+    return render_metrics(entries, proc, read_table_figures(entries), mo);
+  }
   report_input in;
   in.copy = std::make_shared<const table_copy>(table_copy::of(entries));
   in.process = proc;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "arenastat/leaks.hpp"
+#include "arenastat/prometheus.hpp"
 #include "json_writer.hpp"
 
 namespace arenastat::detail {
@@ -13,6 +14,12 @@ namespace arenastat::detail {
 // rss_anon_bytes, jemalloc?: {allocated_bytes, active_bytes, resident_bytes,
 // mapped_bytes}} (the report's "process" member and `process --json`).
 void write_process_json(json_writer& w, const process_info& p, bool with_pid);
+
+// The Prometheus exposition of the copy's entries, read one at a time
+// (prometheus.cpp), and the table figures it shows.
+table_figures table_figures_of(const table_copy& copy);
+std::string render_metrics(const table_copy& copy, const process_info& proc, const table_figures& table,
+                           const metrics_options& options);
 
 // The copy a report of `options` needs: the scope entries -s and --top let
 // through, chosen on the locked table (every entry for --prometheus and --html).
