@@ -209,6 +209,8 @@ std::string handle_request(std::string_view line) {
     while (a.rest->next(chunk)) out += chunk;
   } catch (const std::exception& e) {
     out += truncated_line(e.what());
+  } catch (...) {
+    out += truncated_line("internal error while answering");
   }
   return out;
 }

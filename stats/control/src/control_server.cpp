@@ -437,6 +437,11 @@ class server_loop {
       c.response = control::truncated_line(e.what());
       c.sent = 0;
       return true;
+    } catch (...) {
+      c.rest.reset();
+      c.response = control::truncated_line("internal error while answering");
+      c.sent = 0;
+      return true;
     }
   }
 
