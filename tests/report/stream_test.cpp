@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -247,4 +248,43 @@ TEST_CASE("a dump larger than a chunk is written as render_dump renders it", "[r
   CHECK(written.substr(0, written.find(" pid=")) == rendered.substr(0, rendered.find(" pid=")));
   std::remove(path.c_str());
   ::rmdir(dir);
+}
+
+namespace {
+
+arenastat::detail::chunk_stream failing_after_one_chunk() {
+  std::string out = "first";
+  co_yield out;
+  throw std::runtime_error("renderer failed");
+}
+
+arenastat::detail::chunk_stream counted(int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    out += std::to_string(i) + ',';
+    if (out.size() >= 4) co_yield out;
+  }
+  co_yield out;
+}
+
+}  // namespace
+
+TEST_CASE("a chunk stream hands over every chunk once and skips empty ones", "[report][stream]") {
+  arenastat::detail::chunk_stream s = counted(12);  // handed over at 4 bytes or more: "10," waits for "11,"
+  std::vector<std::string> got;
+  std::string_view c;
+  while (s.next(c)) got.emplace_back(c);
+  CHECK(got == std::vector<std::string>{"0,1,", "2,3,", "4,5,", "6,7,", "8,9,", "10,11,"});
+  CHECK_FALSE(s.next(c));
+  arenastat::detail::chunk_stream empty = counted(0);
+  CHECK_FALSE(empty.next(c));
+}
+
+TEST_CASE("a chunk stream rethrows what its renderer threw, then ends", "[report][stream]") {
+  arenastat::detail::chunk_stream s = failing_after_one_chunk();
+  std::string_view c;
+  REQUIRE(s.next(c));
+  CHECK(c == "first");
+  CHECK_THROWS_WITH(s.next(c), "renderer failed");
+  CHECK_FALSE(s.next(c));
 }
