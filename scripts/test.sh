@@ -54,7 +54,7 @@ for step in "${steps[@]}"; do
       ;;
     fuzz)
       banner "fuzzing the control request parser and the memory resources"
-      ARENASTAT_FUZZ_DIR=build/fuzz bash scripts/fuzz.sh "${ARENASTAT_FUZZ_SECONDS:-60}"
+      ARENASTAT_FUZZ_DIR=build/fuzz bash scripts/fuzz.sh "${ARENASTAT_FUZZ_SECONDS:-30}"
       ;;
     *)
       echo "scripts/test.sh: unknown step '$step' (expected release, asan, tsan or fuzz)" >&2
