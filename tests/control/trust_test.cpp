@@ -44,7 +44,19 @@ class fake_server {
 // A process that serves nothing, started with `env`.
 class sleeper {
  public:
-  explicit sleeper(const env_map& env) : p_(spawn("/bin/sleep", {"60"}, env)) {}
+  // posix_spawn returns once the child has replaced its memory, but the kernel
+  // sets the new environment's bounds a little later: until then
+  // /proc/<pid>/environ reads empty. Waits until it shows the environment.
+  explicit sleeper(const env_map& env) : p_(spawn("/bin/sleep", {"60"}, env)) {
+    const std::string path = "/proc/" + std::to_string(p_.pid) + "/environ";
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < until) {
+      std::ifstream in(path);
+      const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (!all.empty()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   ~sleeper() {
     ::kill(p_.pid, SIGKILL);
     ::waitpid(p_.pid, nullptr, 0);
