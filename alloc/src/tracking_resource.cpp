@@ -6,6 +6,11 @@
 namespace arenastat {
 
 void* tracking_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
+  // The hot path's two-test check agrees with the refusals below.
+  static_assert(plain_request(0, 1) && plain_request(PTRDIFF_MAX, 4096) && plain_request(1, std::size_t{1} << 63));
+  static_assert(!plain_request(8, 0) && !plain_request(8, 3) && !plain_request(8, 24));
+  static_assert(!plain_request(std::size_t{PTRDIFF_MAX} + 1, 8) && !plain_request(SIZE_MAX, 1) &&
+                !plain_request(SIZE_MAX, 0));
   if (!power_of_two(alignment))
     throw std::invalid_argument("arenastat::tracking_resource: alignment " + std::to_string(alignment) +
                                 " is not a power of two");

@@ -1,8 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory_resource>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -232,4 +236,168 @@ TEST_CASE("tracking_resource refuses a size no object can have, account untouche
   CHECK(t.allocated_bytes == 0);
   CHECK(t.allocations == 0);
   CHECK(t.peak_bytes == 0);
+}
+
+TEST_CASE("tracking_resource refuses an alignment that is not a power of two, account untouched", "[account]") {
+  tracking_resource r{"test.account.bad-alignment", std::pmr::new_delete_resource()};
+  for (std::size_t alignment : {std::size_t{0}, std::size_t{3}, std::size_t{24}, SIZE_MAX})
+    CHECK_THROWS_AS(r.allocate(8, alignment), std::invalid_argument);
+  const auto t = r.tracked_account().totals();
+  CHECK(t.allocations == 0);
+  CHECK(t.live_bytes == 0);
+}
+
+// Slots are recycled as threads exit: every thread's counts survive it.
+TEST_CASE("account totals are exact after many threads have come and gone", "[account][threads]") {
+  tracking_resource r{"test.account.many-threads"};
+  constexpr int waves = 25, per_wave = 4, rounds = 500;
+  std::vector<void*> left;  // blocks each thread leaves for the main thread to free
+  std::mutex left_mutex;
+  for (int w = 0; w < waves; ++w) {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < per_wave; ++t)
+      pool.emplace_back([&] {
+        std::vector<void*> kept;
+        for (int i = 0; i < rounds; ++i) {
+          void* p = r.allocate(48, 8);
+          if (i % 10 == 0) kept.push_back(p);
+          else r.deallocate(p, 48, 8);
+        }
+        std::lock_guard lock(left_mutex);
+        left.insert(left.end(), kept.begin(), kept.end());
+      });
+    for (auto& th : pool) th.join();
+  }
+  constexpr std::uint64_t total = std::uint64_t{waves} * per_wave * rounds;
+  auto t = r.tracked_account().totals();
+  CHECK(t.allocations == total);
+  CHECK(t.frees == total - left.size());
+  CHECK(t.allocated_bytes == total * 48);
+  CHECK(t.live_bytes == static_cast<std::int64_t>(left.size() * 48));
+  CHECK(test::tag_of(t.live_by_tag, "heap") == static_cast<std::int64_t>(left.size() * 48));
+  for (void* p : left) r.deallocate(p, 48, 8);
+  t = r.tracked_account().totals();
+  CHECK(t.frees == total);
+  CHECK(t.live_bytes == 0);
+}
+
+// Readers sum the slots while their owners write them: every counter read is
+// one the owner wrote (never torn), so each only grows; exact at rest.
+TEST_CASE("account totals read while writers run only grow, and are exact at rest", "[account][threads]") {
+  tracking_resource r{"test.account.read-while-writing"};
+  constexpr int writers = 3, rounds = 30000;
+  std::atomic<int> running{writers};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < writers; ++t)
+    pool.emplace_back([&] {
+      std::vector<void*> kept;
+      for (int i = 0; i < rounds; ++i) {
+        void* p = r.allocate(16 + 16 * (i % 4), 8);
+        if (i % 8 == 0) kept.push_back(p);
+        else r.deallocate(p, 16 + 16 * (i % 4), 8);
+      }
+      for (void* p : kept) r.deallocate(p, 16, 8);  // i % 8 == 0: 16 bytes
+      running.fetch_sub(1);
+    });
+  arenastat::account_totals last;
+  int reads = 0;
+  bool monotonic = true, bounded = true;
+  // Each writer holds at most rounds / 8 blocks of 16 bytes plus one in flight of 64.
+  constexpr std::int64_t most_live = writers * (rounds / 8 * 16 + 64);
+  while (running.load() > 0 || reads == 0) {
+    const arenastat::account_totals now = r.tracked_account().totals();
+    monotonic = monotonic && now.allocations >= last.allocations && now.frees >= last.frees &&
+                now.allocated_bytes >= last.allocated_bytes && now.peak_bytes >= last.peak_bytes;
+    bounded = bounded && now.allocations <= std::uint64_t{writers} * rounds &&
+              now.live_bytes <= most_live && now.live_bytes >= -most_live &&
+              now.peak_bytes <= static_cast<std::uint64_t>(most_live);
+    last = now;
+    ++reads;
+  }
+  for (auto& th : pool) th.join();
+  CHECK(monotonic);
+  CHECK(bounded);
+  CHECK(reads > 0);
+  const auto t = r.tracked_account().totals();
+  CHECK(t.allocations == std::uint64_t{writers} * rounds);
+  CHECK(t.frees == std::uint64_t{writers} * rounds);
+  CHECK(t.allocated_bytes == std::uint64_t{writers} * rounds / 4 * (16 + 32 + 48 + 64));
+  CHECK(t.live_bytes == 0);
+}
+
+// The first fast_slots accounts take the one-load lookup; later ones are
+// looked up out of line every time, with the same figures.
+TEST_CASE("accounts past the fast slots keep exact figures", "[account][threads]") {
+  std::uint32_t highest = 0;
+  for (std::uint32_t i = 0; i <= arenastat::detail::fast_slots; ++i)
+    highest = std::max(highest, account::get("test.account.many." + std::to_string(i)).id());
+  REQUIRE(highest >= arenastat::detail::fast_slots);
+  tracking_resource r{"test.account.past-fast"};
+  tracking_resource parse{"test.account.past-fast", "parser"};
+  REQUIRE(r.tracked_account().id() >= arenastat::detail::fast_slots);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 3000; ++i) blocks.push_back(r.allocate(100, 8));  // past the flush threshold
+  void* q = parse.allocate(500, 8);
+  for (void* p : blocks) r.deallocate(p, 100, 8);
+  auto t = r.tracked_account().totals();
+  CHECK(t.peak_bytes == 300500);
+  CHECK(t.live_bytes == 500);
+  CHECK(test::tag_of(t.live_by_tag, "parser") == 500);
+  CHECK(test::tag_of(t.at_peak, "heap") == 300000);
+  CHECK(test::tag_of(t.at_peak, "parser") == 500);
+  parse.deallocate(q, 500, 8);
+  std::vector<std::thread> pool;
+  for (int k = 0; k < 3; ++k)
+    pool.emplace_back([&r] {
+      for (int i = 0; i < 10000; ++i) r.deallocate(r.allocate(32, 8), 32, 8);
+    });
+  for (auto& th : pool) th.join();
+  t = r.tracked_account().totals();
+  CHECK(t.allocations == 3001 + 30000);
+  CHECK(t.frees == 3001 + 30000);
+  CHECK(t.live_bytes == 0);
+  CHECK(t.peak_bytes == 300500);
+}
+
+// After a reset the fast path must not trust what it knew of the old peak.
+TEST_CASE("the peak is exact after reset_peaks, from this thread or another", "[account][threads]") {
+  tracking_resource r{"test.account.reset-then-grow"};
+  void* a = r.allocate(40000, 8);
+  void* b = r.allocate(1000, 8);
+  r.deallocate(a, 40000, 8);
+  arenastat::reset_peaks();
+  CHECK(r.tracked_account().peak_bytes() == 1000);
+  void* c = r.allocate(500, 8);
+  CHECK(r.tracked_account().peak_bytes() == 1500);
+  r.deallocate(c, 500, 8);
+  std::thread([] { arenastat::reset_peaks(); }).join();
+  CHECK(r.tracked_account().peak_bytes() == 1000);
+  std::vector<void*> small;
+  for (int i = 0; i < 100; ++i) small.push_back(r.allocate(10, 8));
+  CHECK(r.tracked_account().peak_bytes() == 2000);
+  for (void* p : small) r.deallocate(p, 10, 8);
+  r.deallocate(b, 1000, 8);
+}
+
+// Threads one after the other are one thread at a time: the peak stays exact
+// when each leaves its blocks (and its unpublished bytes) to the next.
+TEST_CASE("the peak is exact across threads taking turns", "[account][threads]") {
+  tracking_resource r{"test.account.turns"};
+  std::vector<void*> kept;
+  for (int turn = 0; turn < 6; ++turn)
+    std::thread([&] {
+      for (int i = 0; i < 50; ++i) kept.push_back(r.allocate(200, 8));  // 10000 bytes a turn
+      if (turn % 2 == 1)  // and frees some of the last turn's
+        for (int i = 0; i < 20; ++i) {
+          r.deallocate(kept[kept.size() - 51 - i], 200, 8);
+          kept[kept.size() - 51 - i] = nullptr;
+        }
+    }).join();
+  // Each turn takes 10000 bytes, each odd one then frees 4000: the last
+  // reaches 42000 + 10000 before it frees.
+  CHECK(r.tracked_account().peak_bytes() == 52000);
+  CHECK(r.tracked_account().live_bytes() == 48000);
+  for (void* p : kept)
+    if (p) r.deallocate(p, 200, 8);
+  CHECK(r.tracked_account().live_bytes() == 0);
 }

@@ -34,7 +34,8 @@ class tracking_resource final : public std::pmr::memory_resource {
       : account_(&account::get(name)),
         upstream_(upstream),
         direct_new_delete_(upstream == std::pmr::new_delete_resource()),
-        tag_(register_tag(tag)) {
+        tag_(register_tag(tag)),
+        fast_index_(account_->fast_index()) {
     account_->use_tag(tag_);
     account_->attach_resource();
   }
@@ -52,17 +53,21 @@ class tracking_resource final : public std::pmr::memory_resource {
   // rarer case (a scope charged, a first use on this thread, a flush or a new
   // peak due, a request too large for any object) goes out of line.
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    if (bytes > max_request || !power_of_two(alignment) || scopes_charged()) [[unlikely]]
+    if (!plain_request(bytes, alignment) || scopes_charged()) [[unlikely]]
       return allocate_slow(bytes, alignment);
+    // This thread's slot is looked up before the upstream call, so that the
+    // loads overlap it; the account is charged after (see do_deallocate).
+    const account::thread_share share = account::share_of_this_thread(fast_index_);
     void* p = take(bytes, alignment);
-    if (account_->try_on_allocate(bytes, tag_)) [[likely]] return p;
+    if (account::try_on_allocate(share, bytes, tag_)) [[likely]] return p;
     return charge_account(p, bytes);
   }
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
     // Credited before the memory goes back so that the upstream call comes
     // last: live bytes may drop a moment early, never late, so no peak is
     // overstated.
-    if (!scopes_charged() && account_->try_on_deallocate(bytes, tag_)) [[likely]]
+    if (!scopes_charged() && account::try_on_deallocate(account::share_of_this_thread(fast_index_), bytes, tag_))
+        [[likely]]
       return give(p, bytes, alignment);
     credit_slow(p, bytes, alignment);
   }
@@ -77,6 +82,12 @@ class tracking_resource final : public std::pmr::memory_resource {
   static constexpr std::size_t max_request = static_cast<std::size_t>(PTRDIFF_MAX);
   // Without -mpopcnt std::has_single_bit is a call into libgcc: two and-ops instead.
   static constexpr bool power_of_two(std::size_t a) noexcept { return a != 0 && (a & (a - 1)) == 0; }
+  // power_of_two(alignment) && bytes <= max_request, in two tests: alignment 0
+  // gives a mask of all ones, whose top bit fails the second.
+  static constexpr bool plain_request(std::size_t bytes, std::size_t alignment) noexcept {
+    const std::size_t mask = alignment - 1;
+    return (mask & alignment) == 0 && static_cast<std::ptrdiff_t>(mask | bytes) >= 0;
+  }
 
   // The general path: refuses oversized requests (std::bad_alloc) and an
   // alignment that is not a power of two (std::invalid_argument, as
@@ -90,12 +101,12 @@ class tracking_resource final : public std::pmr::memory_resource {
 
   // The upstream's allocate / deallocate (see the note at the top for new_delete).
   void* take(std::size_t bytes, std::size_t alignment) {
-    if (direct_new_delete_) return ::operator new(bytes, std::align_val_t{alignment});
+    if (direct_new_delete_) [[likely]] return ::operator new(bytes, std::align_val_t{alignment});
     return upstream_->allocate(bytes, alignment);
   }
   void give(void* p, std::size_t bytes, std::size_t alignment) noexcept {
 #if defined(__cpp_sized_deallocation)
-    if (direct_new_delete_) return ::operator delete(p, bytes, std::align_val_t{alignment});
+    if (direct_new_delete_) [[likely]] return ::operator delete(p, bytes, std::align_val_t{alignment});
 #else  // clang without -fsized-deallocation
     if (direct_new_delete_) return ::operator delete(p, std::align_val_t{alignment});
 #endif
@@ -106,6 +117,7 @@ class tracking_resource final : public std::pmr::memory_resource {
   std::pmr::memory_resource* upstream_;
   bool direct_new_delete_;
   tag_id tag_;
+  std::uint32_t fast_index_;  // account_->fast_index(), one load less per call
 };
 
 }  // namespace arenastat

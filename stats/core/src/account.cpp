@@ -37,7 +37,7 @@ using tag_sums = std::array<std::int64_t, max_tags>;
 tag_sums sum_by_tag(const detail::account_slot* slots) noexcept {
   tag_sums sum{};
   for (const detail::account_slot* s = slots; s; s = s->next)
-    for (std::size_t i = 0; i < max_tags; ++i) sum[i] += s->live_by_tag[i].load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < max_tags; ++i) sum[i] += detail::slot_load(s->live_by_tag[i]);
   return sum;
 }
 
@@ -75,6 +75,11 @@ struct slot_table_owner {
   bool registered = false;
   ~slot_table_owner() {
     detail::thread_slots& t = detail::tls_slots;
+    for (detail::account_slot*& s : t.fast)
+      if (s) {
+        s->owner->release_slot(*s);
+        s = nullptr;
+      }
     for (std::uint32_t i = 0; i < t.size; ++i)
       if (detail::account_slot* s = t.data[i]) s->owner->release_slot(*s);
     delete[] t.data;
@@ -93,7 +98,11 @@ account& account::get(std::string_view name) {
   return account_registry::get().find_or_create(name);
 }
 
-account::account(std::string name, std::uint32_t id) : name_(std::move(name)), id_(id), slow_(new slow()) {
+account::account(std::string name, std::uint32_t id)
+    : name_(std::move(name)),
+      id_(id),
+      fast_index_(id < detail::fast_slots ? id : detail::fast_slots),
+      slow_(new slow()) {
   slow_->shared.owner = this;
   slow_->shared.in_use = true;
   slow_->shared.next = nullptr;
@@ -104,14 +113,22 @@ detail::account_slot* account::acquire_slot() noexcept {
   detail::thread_slots& t = detail::tls_slots;
   if (t.dead) return nullptr;
   if (!slot_owner.registered) slot_owner.registered = true;  // odr-use: registers the teardown
-  if (id_ >= t.size) {
-    const std::uint32_t size = std::max<std::uint32_t>({id_ + 1, t.size * 2, 8});
-    auto* data = new (std::nothrow) detail::account_slot*[size]();
-    if (!data) return nullptr;
-    std::copy_n(t.data, t.size, data);
-    delete[] t.data;
-    t.data = data;
-    t.size = size;
+  detail::account_slot** entry;
+  if (id_ < detail::fast_slots) {
+    entry = &t.fast[id_];
+  } else {
+    const std::uint32_t index = id_ - detail::fast_slots;
+    if (index >= t.size) {
+      const std::uint32_t size = std::max<std::uint32_t>({index + 1, t.size * 2, 8});
+      auto* data = new (std::nothrow) detail::account_slot*[size]();
+      if (!data) return nullptr;
+      std::copy_n(t.data, t.size, data);
+      delete[] t.data;
+      t.data = data;
+      t.size = size;
+    }
+    entry = &t.data[index];
+    if (*entry) return *entry;  // accounts past the fast ones come here every time
   }
   std::lock_guard lock(slow_->mutex);
   detail::account_slot* s = slow_->slots;
@@ -124,14 +141,37 @@ detail::account_slot* account::acquire_slot() noexcept {
     slow_->slots = s;
   }
   s->in_use = true;
-  t.data[id_] = s;
+  *entry = s;
   return s;
 }
 
 void account::release_slot(detail::account_slot& s) noexcept {
   flush(s);
+  // Shared live never exceeds the peak (every published growth is checked),
+  // which is what bounds the lag of the other threads' limits.
+  const std::int64_t live = shared_.live.load(std::memory_order_relaxed);
+  if (live > shared_.peak.load(std::memory_order_relaxed)) raise_peak(live);
   std::lock_guard lock(slow_->mutex);
+  std::atomic_ref(s.limit).store(-1, std::memory_order_relaxed);  // the next owner looks first
   s.in_use = false;
+}
+
+// The limit protocol with reset_peak, which lowers the peak and then stores -1
+// (release) into every slot's limit: a limit computed from a peak read before
+// that store is either overwritten by it (the compare-exchange comes first)
+// or its compare-exchange reads the -1 or later, synchronises with the reset
+// and the peak read again below sees the lowered peak.
+void account::store_limit(detail::account_slot& s, std::int64_t seen) noexcept {
+  std::atomic_ref limit(s.limit);
+  for (;;) {
+    const std::int64_t peak = shared_.peak.load(std::memory_order_relaxed);
+    const std::int64_t room = peak - shared_.live.load(std::memory_order_relaxed);
+    const std::int64_t want = std::min(hold_back, room);
+    if (limit.compare_exchange_strong(seen, want, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      if (shared_.peak.load(std::memory_order_relaxed) >= peak) return;  // not reset meanwhile
+      seen = want;
+    }
+  }
 }
 
 void account::flush(detail::account_slot& s) noexcept {
@@ -142,9 +182,9 @@ void account::flush(detail::account_slot& s) noexcept {
 void account::on_allocate_shared(std::size_t bytes, tag_id tag) noexcept {
   detail::account_slot& s = slow_->shared;
   const auto n = static_cast<std::int64_t>(bytes);
-  s.allocated.fetch_add(bytes, std::memory_order_relaxed);
-  s.allocations.fetch_add(1, std::memory_order_relaxed);
-  s.live_by_tag[tag].fetch_add(n, std::memory_order_relaxed);
+  std::atomic_ref(s.allocated).fetch_add(bytes, std::memory_order_relaxed);
+  std::atomic_ref(s.allocations).fetch_add(1, std::memory_order_relaxed);
+  std::atomic_ref(s.live_by_tag[tag]).fetch_add(n, std::memory_order_relaxed);
   const std::int64_t live = shared_.live.fetch_add(n, std::memory_order_relaxed) + n;
   if (live > shared_.peak.load(std::memory_order_relaxed)) raise_peak(live);
 }
@@ -152,8 +192,8 @@ void account::on_allocate_shared(std::size_t bytes, tag_id tag) noexcept {
 void account::on_deallocate_shared(std::size_t bytes, tag_id tag) noexcept {
   detail::account_slot& s = slow_->shared;
   const auto n = static_cast<std::int64_t>(bytes);
-  s.frees.fetch_add(1, std::memory_order_relaxed);
-  s.live_by_tag[tag].fetch_sub(n, std::memory_order_relaxed);
+  std::atomic_ref(s.frees).fetch_add(1, std::memory_order_relaxed);
+  std::atomic_ref(s.live_by_tag[tag]).fetch_sub(n, std::memory_order_relaxed);
   shared_.live.fetch_sub(n, std::memory_order_relaxed);
 }
 
@@ -206,9 +246,9 @@ account_totals account::totals() const {
   {
     std::lock_guard lock(slow_->mutex);
     for (detail::account_slot* s = slow_->slots; s; s = s->next) {
-      out.allocated_bytes += s->allocated.load(std::memory_order_relaxed);
-      out.allocations += s->allocations.load(std::memory_order_relaxed);
-      out.frees += s->frees.load(std::memory_order_relaxed);
+      out.allocated_bytes += detail::slot_load(s->allocated);
+      out.allocations += detail::slot_load(s->allocations);
+      out.frees += detail::slot_load(s->frees);
     }
     by_tag = sum_by_tag(slow_->slots);
     out.peak_bytes = static_cast<std::uint64_t>(shared_.peak.load(std::memory_order_relaxed));
@@ -234,6 +274,9 @@ void account::reset_peak() noexcept {
   shared_.peak.store(std::max<std::int64_t>(live, 0), std::memory_order_relaxed);
   std::copy(by_tag.begin(), by_tag.end(), slow_->at_peak);
   slow_->at_peak_value = std::max<std::int64_t>(live, 0);
+  // Every thread's fast path checked a limit below the old peak: look again.
+  for (detail::account_slot* s = slow_->slots; s; s = s->next)
+    std::atomic_ref(s->limit).store(-1, std::memory_order_release);
 }
 
 namespace detail {

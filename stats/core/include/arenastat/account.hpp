@@ -5,10 +5,13 @@
 // Accounts are eternal: account::get(name) returns the same object for the
 // whole life of the process, including static destruction.
 //
-// Hot path: each thread updates a slot of its own (plain relaxed stores, no
-// read-modify-write, no shared cache line written); readers sum the slots.
-// A thread publishes its net growth to the shared live counter only once it
-// passes flush_threshold, and publishes net shrinkage at once, so the peak
+// Hot path: each thread updates a slot of its own (no read-modify-write, no
+// shared cache line written, nothing but the slot read); readers sum the
+// slots. A thread publishes its net growth to the shared live counter only
+// once it passes flush_threshold / 2, and publishes net shrinkage at once. An
+// allocation is checked against the slot's limit, what the thread's
+// unpublished bytes may reach before a new peak could be due (peak - shared
+// live, looked up again on every slow path and after reset_peak), so the peak
 // never exceeds the true peak and lags it by at most flush_threshold bytes per
 // other thread allocating at the same time; with one thread the peak is exact.
 // (A thread that frees more than it allocates, e.g. a consumer of another
@@ -30,21 +33,77 @@ namespace arenastat {
 namespace detail {
 
 // One thread's share of one account. Written only by its owning thread; the
-// counters the hot path touches share the first cache line. Live bytes are
-// the sum of live_by_tag (derived on read, one store less per operation).
+// counters the hot path touches share the first cache line (and the per-tag
+// live bytes of tags 0 to 3 too). Live bytes are the sum of live_by_tag
+// (derived on read, one store less per operation). The counters are plain
+// integers that other threads read with std::atomic_ref (slot_load) and the
+// owner changes with owner_add.
 struct alignas(64) account_slot {
-  std::atomic<std::uint64_t> allocated{0};
-  std::atomic<std::uint64_t> allocations{0};
-  std::atomic<std::uint64_t> frees{0};
+  std::uint64_t allocated = 0;
+  std::uint64_t allocations = 0;
+  std::uint64_t frees = 0;
   std::int64_t unflushed = 0;            // owner only: net not yet in shared live
-  std::atomic<std::int64_t> live_by_tag[max_tags] = {};
+  // What unflushed may reach on the fast path: min(hold-back, peak - shared
+  // live) when the owner last looked. Written by the owner (slow path) and by
+  // reset_peak (-1: look again); see account::sync_limit.
+  std::int64_t limit = -1;
+  std::int64_t live_by_tag[max_tags] = {};
   account* owner = nullptr;
   account_slot* next = nullptr;          // account's list, guarded by its mutex
   bool in_use = false;                   // guarded by the account's mutex
 };
 
-// Per-thread table: account id -> this thread's slot.
+// A counter of a slot read by another thread (or by its owner).
+template <class T>
+inline T slot_load(const T& counter) noexcept {
+  return std::atomic_ref<const T>(counter).load(std::memory_order_relaxed);
+}
+
+// The owner's updates of a counter other threads read: the only writer, so no
+// read-modify-write is needed, only a store other threads see whole. On
+// x86-64 (GCC, Clang) that is one `add` to memory: a load and an aligned 8-byte
+// store, which readers see before or after, never torn, like the relaxed
+// load + store it replaces (which GCC compiles to three instructions, as it
+// never merges atomic accesses). Elsewhere, and under ThreadSanitizer (which
+// must see every access), the relaxed load + store through std::atomic_ref.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ARENASTAT_OWNER_ADD_ATOMIC_REF 1
+#endif
+#endif
+#else
+#define ARENASTAT_OWNER_ADD_ATOMIC_REF 1
+#endif
+template <class T>
+[[gnu::always_inline]] inline void owner_add(T& counter, T v) noexcept {
+  static_assert(sizeof(T) == 8);
+#if defined(ARENASTAT_OWNER_ADD_ATOMIC_REF)
+  std::atomic_ref<T> a(counter);
+  a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+#else
+  asm volatile("addq %1, %0" : "+m"(counter) : "er"(v));
+#endif
+}
+template <class T>
+[[gnu::always_inline]] inline void owner_sub(T& counter, T v) noexcept {
+  static_assert(sizeof(T) == 8);
+#if defined(ARENASTAT_OWNER_ADD_ATOMIC_REF)
+  std::atomic_ref<T> a(counter);
+  a.store(a.load(std::memory_order_relaxed) - v, std::memory_order_relaxed);
+#else
+  asm volatile("subq %1, %0" : "+m"(counter) : "er"(v));
+#endif
+}
+
+// Per-thread table: account -> this thread's slot. The first fast_slots
+// accounts a process creates are looked up with one load (fast, indexed by
+// account::fast_index_; fast[fast_slots] stays null, the index of every later
+// account, whose fast paths therefore always decline); later ones are in
+// `data`, indexed by id - fast_slots.
+inline constexpr std::uint32_t fast_slots = 64;
 struct thread_slots {
+  account_slot* fast[fast_slots + 1] = {};
   account_slot** data = nullptr;
   std::uint32_t size = 0;
   bool dead = false;  // thread-local teardown ran: fall back to the shared slot
@@ -72,7 +131,9 @@ struct account_totals {
 
 class account {
  public:
-  // Net bytes a thread may hold back from the shared counter (the peak's lag bound).
+  // The peak's lag bound: it lags the true peak by at most this many bytes per
+  // other thread allocating at the same time (each thread holds back at most
+  // half of it from the shared counter; see sync_limit).
   static constexpr std::int64_t flush_threshold = 64 * 1024;
 
   // The account named `name`, created on first use. Thread-safe; never destroyed.
@@ -97,13 +158,14 @@ class account {
     if (!slot) [[unlikely]] return on_allocate_shared(bytes, tag);
     detail::account_slot& s = *slot;
     const auto n = static_cast<std::int64_t>(bytes);
-    add(s.allocated, std::uint64_t{bytes});
-    add(s.allocations, std::uint64_t{1});
-    add(s.live_by_tag[tag], n);
+    detail::owner_add(s.allocated, std::uint64_t{bytes});
+    detail::owner_add(s.allocations, std::uint64_t{1});
+    detail::owner_add(s.live_by_tag[tag], n);
     s.unflushed += n;
-    if (s.unflushed > flush_threshold) [[unlikely]] flush(s);
+    if (s.unflushed > hold_back) [[unlikely]] flush(s);
     const std::int64_t estimate = shared_.live.load(std::memory_order_relaxed) + s.unflushed;
     if (estimate > shared_.peak.load(std::memory_order_relaxed)) [[unlikely]] raise_peak(estimate);
+    sync_limit(s);
   }
 
   [[gnu::always_inline]] inline void on_deallocate(std::size_t bytes, tag_id tag) noexcept {
@@ -111,8 +173,8 @@ class account {
     if (!slot) [[unlikely]] return on_deallocate_shared(bytes, tag);
     detail::account_slot& s = *slot;
     const auto n = static_cast<std::int64_t>(bytes);
-    add(s.frees, std::uint64_t{1});
-    add(s.live_by_tag[tag], -n);
+    detail::owner_add(s.frees, std::uint64_t{1});
+    detail::owner_sub(s.live_by_tag[tag], n);
     s.unflushed -= n;
     if (s.unflushed < 0) [[unlikely]] flush(s);
   }
@@ -121,31 +183,57 @@ class account {
   // path (tracking_resource): they record and return true when this thread's
   // slot exists and neither a flush nor a new peak is due; otherwise they
   // change nothing and return false, and the caller takes on_allocate /
-  // on_deallocate in its slow path.
-  [[gnu::always_inline]] inline bool try_on_allocate(std::size_t bytes, tag_id tag) noexcept {
-    detail::account_slot* s = existing_slot();
+  // on_deallocate in its slow path. A new peak cannot be due while this
+  // thread's unflushed net stays within the slot's limit (peak - shared live
+  // as of the owner's last slow path, at most hold_back), so they read
+  // nothing but the slot.
+  //
+  // A wrapper may find the slot before it calls its upstream and record after
+  // (the lookup's loads then overlap the upstream's work): thread_share(index)
+  // with the account's fast_index(), which the wrapper may keep. A thread's
+  // slot stays the same until the thread exits; a null share (no slot on this
+  // thread yet, or an account past the first detail::fast_slots) declines.
+  class thread_share {
+   public:
+    explicit operator bool() const noexcept { return slot_ != nullptr; }
+
+   private:
+    friend class account;
+    explicit thread_share(detail::account_slot* s) noexcept : slot_(s) {}
+    detail::account_slot* slot_;
+  };
+  std::uint32_t fast_index() const noexcept { return fast_index_; }
+  [[gnu::always_inline]] static thread_share share_of_this_thread(std::uint32_t fast_index) noexcept {
+    return thread_share(detail::tls_slots.fast[fast_index]);
+  }
+
+  [[gnu::always_inline]] static bool try_on_allocate(thread_share share, std::size_t bytes, tag_id tag) noexcept {
+    detail::account_slot* s = share.slot_;
     if (!s) [[unlikely]] return false;
     const auto n = static_cast<std::int64_t>(bytes);
     const std::int64_t unflushed = s->unflushed + n;
-    if (unflushed > flush_threshold) [[unlikely]] return false;
-    if (shared_.live.load(std::memory_order_relaxed) + unflushed > shared_.peak.load(std::memory_order_relaxed))
-        [[unlikely]]
-      return false;
-    add(s->allocated, std::uint64_t{bytes});
-    add(s->allocations, std::uint64_t{1});
-    add(s->live_by_tag[tag], n);
+    if (unflushed > detail::slot_load(s->limit)) [[unlikely]] return false;
+    detail::owner_add(s->allocated, std::uint64_t{bytes});
+    detail::owner_add(s->allocations, std::uint64_t{1});
+    detail::owner_add(s->live_by_tag[tag], n);
     s->unflushed = unflushed;
     return true;
   }
-  [[gnu::always_inline]] inline bool try_on_deallocate(std::size_t bytes, tag_id tag) noexcept {
-    detail::account_slot* s = existing_slot();
+  [[gnu::always_inline]] static bool try_on_deallocate(thread_share share, std::size_t bytes, tag_id tag) noexcept {
+    detail::account_slot* s = share.slot_;
     if (!s) [[unlikely]] return false;
     const auto n = static_cast<std::int64_t>(bytes);
     if (s->unflushed < n) [[unlikely]] return false;  // would go negative: publish now
-    add(s->frees, std::uint64_t{1});
-    add(s->live_by_tag[tag], -n);
+    detail::owner_add(s->frees, std::uint64_t{1});
+    detail::owner_sub(s->live_by_tag[tag], n);
     s->unflushed -= n;
     return true;
+  }
+  [[gnu::always_inline]] bool try_on_allocate(std::size_t bytes, tag_id tag) noexcept {
+    return try_on_allocate(share_of_this_thread(fast_index_), bytes, tag);
+  }
+  [[gnu::always_inline]] bool try_on_deallocate(std::size_t bytes, tag_id tag) noexcept {
+    return try_on_deallocate(share_of_this_thread(fast_index_), bytes, tag);
   }
 
   // Sums every thread's slot. Exact when the threads feeding it are at rest.
@@ -173,24 +261,10 @@ class account {
   friend struct account_registry;
   account(std::string name, std::uint32_t id);
 
-  // Owner-only update of a counter other threads read: no read-modify-write.
-  template <class T>
-  [[gnu::always_inline]] static void add(std::atomic<T>& a, T v) noexcept {
-    a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
-  }
-
   // This thread's slot; null once the thread's teardown has run (or memory ran out).
   detail::account_slot* local_slot() noexcept {
-    const detail::thread_slots& t = detail::tls_slots;
-    if (id_ < t.size) [[likely]] {
-      if (detail::account_slot* s = t.data[id_]) [[likely]] return s;
-    }
+    if (detail::account_slot* s = detail::tls_slots.fast[fast_index_]) [[likely]] return s;
     return acquire_slot();
-  }
-  // This thread's slot if it already exists (no slow path).
-  detail::account_slot* existing_slot() const noexcept {
-    const detail::thread_slots& t = detail::tls_slots;
-    return id_ < t.size ? t.data[id_] : nullptr;
   }
   detail::account_slot* acquire_slot() noexcept;
   // Exact fallbacks with atomic read-modify-writes on a shared slot.
@@ -200,6 +274,22 @@ class account {
   void release_slot(detail::account_slot& s) noexcept;
   void declare_tag(tag_id tag) noexcept;
   void flush(detail::account_slot& s) noexcept;
+  // Net bytes a thread holds back from the shared counter. Half the lag bound:
+  // the fast path checks the slot's limit, not the shared counters, so a
+  // thread may miss what others published since its last slow path, and the
+  // peak then lags by at most the sum of every allocating thread's held-back
+  // bytes: k * hold_back <= (k - 1) * flush_threshold for k >= 2 threads, and
+  // with one thread nothing (its limit counts every byte but its own).
+  static constexpr std::int64_t hold_back = flush_threshold / 2;
+  // After a slow-path allocation: the slot's limit is made min(hold_back,
+  // peak - shared live), unless it already is (the CAS loop is out of line).
+  [[gnu::always_inline]] void sync_limit(detail::account_slot& s) noexcept {
+    const std::int64_t seen = std::atomic_ref(s.limit).load(std::memory_order_acquire);
+    const std::int64_t room =
+        shared_.peak.load(std::memory_order_relaxed) - shared_.live.load(std::memory_order_relaxed);
+    if (seen != (room < hold_back ? room : hold_back)) [[unlikely]] store_limit(s, seen);
+  }
+  void store_limit(detail::account_slot& s, std::int64_t seen) noexcept;
   void raise_peak(std::int64_t estimate) noexcept;
   // Takes the slow-path mutex and copies the per-tag sums as the breakdown of
   // `peak`, unless a higher peak has been raised meanwhile.
@@ -207,6 +297,7 @@ class account {
 
   std::string name_;
   std::uint32_t id_;
+  std::uint32_t fast_index_;  // id_ if below detail::fast_slots, else fast_slots (always null)
   // Read on every allocation, written rarely (a flush, a new peak): one line.
   struct alignas(64) shared_counters {
     std::atomic<std::int64_t> live{0};  // sum of flushed nets
