@@ -11,9 +11,10 @@
 // once it passes flush_threshold / 2, and publishes net shrinkage at once. An
 // allocation is checked against the slot's limit, what the thread's
 // unpublished bytes may reach before a new peak could be due (peak - shared
-// live, looked up again on every slow path and after reset_peak), so the peak
-// never exceeds the true peak and lags it by at most flush_threshold bytes per
-// other thread allocating at the same time; with one thread the peak is exact.
+// live, looked up again by every slow-path allocation and after reset_peak),
+// so the peak never exceeds the true peak and lags it by at most
+// flush_threshold bytes per other thread allocating at the same time; with
+// one thread the peak is exact.
 // (A thread that frees more than it allocates, e.g. a consumer of another
 // thread's blocks, therefore pays one relaxed atomic add per free.)
 // Totals are exact whenever the threads are at rest.
