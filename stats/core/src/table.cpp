@@ -1,5 +1,5 @@
 // The global table of scope entries (accounts are read live from the registry),
-// bounded by table_max(): docs/concepts.md, "A bounded table".
+// bounded by table_max(): docs/report.md, "A bounded table".
 #include "arenastat/table.hpp"
 
 #include <algorithm>

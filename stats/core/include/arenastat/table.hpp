@@ -3,7 +3,7 @@
 // Scopes are folded in when they end; accounts are read live. The table is
 // never destroyed, so it stays usable during and after static destruction.
 //
-// The scope part is bounded (docs/concepts.md, "A bounded table"): past
+// The scope part is bounded (docs/report.md, "A bounded table"): past
 // table_max() scope entries, the cheapest by peak are folded into overflow
 // rows (entry_kind::folded), one per name prefix up to the first '/' or one
 // "(other)" row. Accounts are objects the program holds and are never folded.
