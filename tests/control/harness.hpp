@@ -78,6 +78,24 @@ struct spawned {
   int err = -1;  // child's stderr (read end)
 };
 
+// posix_spawn of `program` with `args` and exactly the environment `env`,
+// its descriptors set up by `fa` (destroyed here). Returns posix_spawn's code.
+inline int spawn_with(pid_t& pid, posix_spawn_file_actions_t& fa, const std::string& program,
+                      const std::vector<std::string>& args, const env_map& env) {
+  std::vector<std::string> argv_s{program};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s = make_env(env);
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const int rc = ::posix_spawn(&pid, program.c_str(), &fa, nullptr, argv.data(), envp.data());
+  ::posix_spawn_file_actions_destroy(&fa);
+  return rc;
+}
+
 inline spawned spawn(const std::string& program, const std::vector<std::string>& args, const env_map& env,
                      const std::string& cwd = {}) {
   int in[2], out[2], err[2];
@@ -90,18 +108,8 @@ inline spawned spawn(const std::string& program, const std::vector<std::string>&
   ::posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   ::posix_spawn_file_actions_adddup2(&fa, err[1], 2);
   if (!cwd.empty()) ::posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-  std::vector<std::string> argv_s{program};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s = make_env(env);
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, program.c_str(), &fa, nullptr, argv.data(), envp.data());
-  ::posix_spawn_file_actions_destroy(&fa);
+  const int rc = spawn_with(pid, fa, program, args, env);
   ::close(in[0]);
   ::close(out[1]);
   ::close(err[1]);

@@ -41,17 +41,8 @@ TEST_CASE("an answer the CLI cannot write to stdout is reported (exit 6)", "[con
   ::posix_spawn_file_actions_init(&fa);
   ::posix_spawn_file_actions_adddup2(&fa, full, 1);
   ::posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-  std::vector<std::string> argv_s{cli_path, t.pid_text(), "help"};
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s = make_env({{"ARENASTAT_SOCKET_DIR", sockets.path()}});
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
   pid_t pid = -1;
-  REQUIRE(::posix_spawn(&pid, cli_path.c_str(), &fa, nullptr, argv.data(), envp.data()) == 0);
-  ::posix_spawn_file_actions_destroy(&fa);
+  REQUIRE(spawn_with(pid, fa, cli_path, {t.pid_text(), "help"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}}) == 0);
   ::close(full);
   ::close(err[1]);
   CHECK(wait_exit(pid) == 6);

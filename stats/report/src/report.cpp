@@ -340,13 +340,19 @@ void account_cells(const entry& e, const std::vector<std::string>& tags, bool hu
   r.push_back(detail::escape_text(e.name));
 }
 
-row_section scope_section(const table_copy& c, std::vector<std::size_t> rows, bool human) {
+// A section of `rows` with the tags they show; its columns are added next.
+row_section section_of(const table_copy& c, std::vector<std::size_t> rows, row_section::cells_fn cells, bool human) {
   row_section s;
   s.copy = &c;
   s.rows = std::move(rows);
-  s.cells = scope_cells;
+  s.cells = cells;
   s.human = human;
   s.tags = tags_at_peak(c, s.rows);
+  return s;
+}
+
+row_section scope_section(const table_copy& c, std::vector<std::size_t> rows, bool human) {
+  row_section s = section_of(c, std::move(rows), scope_cells, human);
   s.columns.column("peak", true);
   for (const auto& tag : s.tags) s.columns.column(tag, true);
   s.columns.column("counters", false);
@@ -360,12 +366,7 @@ row_section scope_section(const table_copy& c, std::vector<std::size_t> rows, bo
 }
 
 row_section account_section(const table_copy& c, std::vector<std::size_t> rows, bool human) {
-  row_section s;
-  s.copy = &c;
-  s.rows = std::move(rows);
-  s.cells = account_cells;
-  s.human = human;
-  s.tags = tags_at_peak(c, s.rows);
+  row_section s = section_of(c, std::move(rows), account_cells, human);
   s.columns.column("peak", true);
   s.columns.column("live", true);
   s.columns.column("allocated", true);
