@@ -90,6 +90,18 @@ const std::vector<policy_entry>& registry() {
        [](const trace& t, std::size_t n, const auto&) {
          return replay_cache<basic_tinylfu<1, 20, true, 8, true, true, false>>(t, n);
        }},
+      {"tinylfu_w20",  // tinylfu with the window fixed at 20%
+       [](const trace& t, std::size_t n, const auto&) {
+         return replay_cache<basic_tinylfu<20, 20, true, 8, true, true, false>>(t, n);
+       }},
+      {"tinylfu_w50",  // tinylfu with the window fixed at 50%
+       [](const trace& t, std::size_t n, const auto&) {
+         return replay_cache<basic_tinylfu<50, 20, true, 8, true, true, false>>(t, n);
+       }},
+      {"tinylfu_w99",  // tinylfu with the window fixed at 99%
+       [](const trace& t, std::size_t n, const auto&) {
+         return replay_cache<basic_tinylfu<99, 20, true, 8, true, true, false>>(t, n);
+       }},
       {"tinylfu_prev",  // the policy before the duel against probation's back: the least of the sample decides
        [](const trace& t, std::size_t n, const auto&) {
          return replay_cache<basic_tinylfu<1, 20, true, 8, true, true, true, false>>(t, n);

@@ -18,17 +18,21 @@ TEST_CASE("layout: node and entry sizes for 8-byte keys and values", "[cache][la
   CHECK(C::node_bytes == 24);   // key 8 + value 8 + prev 4 + next 4 (policy state in next's top byte)
   CHECK(C::entry_bytes == 24);  // nothing else per entry: no stored hash
   CHECK(C::slot_count_for(1'000'000) == 1'333'334);  // load 3/4
-  CHECK(C::policy_bytes_for(1'333'334) == 166'667u * 32);  // the sketch: 32 bytes per 8 slots
-  CHECK(lru_cache<u64, u64>::policy_bytes_for(1'333'334) == 0);
+  // The sketch (32 bytes per 8 slots, to a multiple of 64) and the window
+  // tuner's four ghosts of 23,296 bytes (window_tuner_test.cpp derives them).
+  CHECK(C::policy_bytes_for(1'000'000, 1'333'334) == 5'333'376u + 4 * 23'296u);
+  CHECK(lru_cache<u64, u64>::policy_bytes_for(1'000'000, 1'333'334) == 0);
 }
 
 TEST_CASE("layout: footprint of a full 1M-entry cache, derived", "[cache][layout]") {
   // lru: slots 1,333,334 x 4 = 5,333,336; page directory 245 x 8 = 1,960;
   // entries 1,000,000 x 24 = 24,000,000.
   // tinylfu: the same, plus the sketch: ceil(1,333,334 / 8) = 166,667
-  // blocks of 32 bytes (64 counters) = 5,333,344.
+  // blocks of 32 bytes (64 counters) = 5,333,344, rounded to 5,333,376 (a
+  // multiple of 64), plus the window tuner's ghosts: 4 x 23,296 = 93,184.
   CHECK(lru_cache<u64, u64>::footprint_bytes(1'000'000) == 5'333'336u + 1'960u + 24'000'000u);
-  CHECK(tinylfu_cache<u64, u64>::footprint_bytes(1'000'000) == 5'333'336u + 5'333'344u + 1'960u + 24'000'000u);
+  CHECK(tinylfu_cache<u64, u64>::footprint_bytes(1'000'000) ==
+        5'333'336u + 5'333'376u + 93'184u + 1'960u + 24'000'000u);
 }
 
 TEMPLATE_TEST_CASE("bytes per entry at full capacity: tracked, exact and <= 40", "[cache][layout]", lru, tinylfu) {
@@ -42,7 +46,7 @@ TEMPLATE_TEST_CASE("bytes per entry at full capacity: tracked, exact and <= 40",
     CHECK(s.own_bytes == C::footprint_bytes(1'000'000));
     CHECK(s.live_bytes == static_cast<std::int64_t>(s.own_bytes));
     CHECK(s.peak_bytes == s.own_bytes);
-    const double expected = std::string_view(TestType::name) == "lru" ? 29.335296 : 34.66864;
+    const double expected = std::string_view(TestType::name) == "lru" ? 29.335296 : 34.761856;
     CHECK(s.bytes_per_entry == Approx(expected).epsilon(1e-9));
     CHECK(s.bytes_per_entry <= 40.0);
   }
@@ -121,7 +125,7 @@ TEST_CASE("accounting: a sharded cache after clear holds exactly its shard array
     sharded_tinylfu_cache<u64, u64> c{name, {.max_entries = 8000, .shards = 8}};
     for (u64 k = 0; k < 20'000; ++k) c.put(k, k);
     CHECK(c.size() == 8000);
-    CHECK(live(name) == static_cast<std::int64_t>(c.shard_array_bytes() + 8 * tinylfu_cache<u64, u64>::footprint_bytes(1000)));
+    CHECK(live(name) == static_cast<std::int64_t>(c.shard_array_bytes() + 8 * sharded_tinylfu_cache<u64, u64>::shard_cache::footprint_bytes(1000)));
     c.clear();
     CHECK(live(name) == static_cast<std::int64_t>(c.shard_array_bytes()));
   }
@@ -160,7 +164,7 @@ TEST_CASE("bounds: a sharded cache's account, shard array included, stays within
   const std::string name = "test.bounds.sharded";
   const std::uint64_t bound = 200'000;
   sharded_tinylfu_cache<u64, u64> c{name, {.max_bytes = bound, .shards = 4}};
-  const std::size_t per_shard = tinylfu_cache<u64, u64>::capacity_for_bytes((bound - c.shard_array_bytes()) / 4);
+  const std::size_t per_shard = sharded_tinylfu_cache<u64, u64>::shard_cache::capacity_for_bytes((bound - c.shard_array_bytes()) / 4);
   CHECK(c.capacity() == 4 * per_shard);
   std::mt19937_64 rng(11);
   for (int step = 0; step < 30'000; ++step) {
@@ -169,7 +173,7 @@ TEST_CASE("bounds: a sharded cache's account, shard array included, stays within
   }
   CHECK(c.size() == c.capacity());
   CHECK(live(name) == static_cast<std::int64_t>(c.shard_array_bytes() +
-                                                 4 * tinylfu_cache<u64, u64>::footprint_bytes(per_shard)));
+                                                 4 * sharded_tinylfu_cache<u64, u64>::shard_cache::footprint_bytes(per_shard)));
   CHECK_THROWS_WITH((sharded_lru_cache<u64, u64>{"test.bad", {.max_bytes = 64, .shards = 4}}),
                     Catch::Contains("does not exceed the shard array"));
 }

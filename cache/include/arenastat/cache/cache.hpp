@@ -221,15 +221,16 @@ class basic_cache {
   static constexpr std::uint64_t table_bytes_for(std::size_t slots) noexcept {
     return std::uint64_t{slots} * sizeof(std::uint32_t);
   }
-  // Bytes of the policy's memory (tinylfu's sketch) for a slot count.
-  static constexpr std::uint64_t policy_bytes_for(std::size_t slots) noexcept {
-    return policy_type::memory_bytes(static_cast<std::uint32_t>(slots));
+  // Bytes of the policy's memory (tinylfu's sketch and window tuner) for a
+  // capacity and its slot count.
+  static constexpr std::uint64_t policy_bytes_for(std::size_t capacity, std::size_t slots) noexcept {
+    return policy_type::memory_bytes(capacity, static_cast<std::uint32_t>(slots));
   }
   // Every byte the cache holds when `capacity` entries are stored.
   static constexpr std::uint64_t footprint_bytes(std::size_t capacity) noexcept {
     const std::size_t pages = (capacity + page_entries - 1) / page_entries;
     const std::size_t slots = slot_count_for(capacity);
-    return table_bytes_for(slots) + policy_bytes_for(slots) + pages * sizeof(node*) +
+    return table_bytes_for(slots) + policy_bytes_for(capacity, slots) + pages * sizeof(node*) +
            std::uint64_t{capacity} * entry_bytes;
   }
   // The largest capacity whose footprint fits in `bytes` (0 when none does).
@@ -389,7 +390,7 @@ class basic_cache {
     }
     ++hits_;
     const std::uint32_t i = slot_index(slot(pos));
-    policy_.on_hit(i, true);
+    policy_.on_hit(i, h.h32(), true);
     return store_.at(i).value;
   }
 
@@ -400,7 +401,7 @@ class basic_cache {
       if (pos != npos) {
         const std::uint32_t i = slot_index(slot(pos));
         store_.at(i).value = std::move(value);
-        policy_.on_hit(i, record);
+        policy_.on_hit(i, h32, record);
         return true;
       }
     }
@@ -542,7 +543,7 @@ class basic_cache {
     if (slots_) return;
     const std::size_t table_bytes = table_bytes_for(slot_count_);
     const std::size_t pages_bytes = page_count_ * sizeof(node*);
-    const std::size_t policy_bytes = policy_bytes_for(slot_count_);
+    const std::size_t policy_bytes = policy_bytes_for(capacity_, slot_count_);
     auto* table = static_cast<std::uint32_t*>(take(table_bytes, table_align));
     node** pages = nullptr;
     void* policy_memory = nullptr;
@@ -614,7 +615,7 @@ class basic_cache {
     give(store_.pages, page_count_ * sizeof(node*), alignof(node*));
     if (policy_memory_) {
       policy_.detach_memory();
-      give(policy_memory_, policy_bytes_for(slot_count_), policy_type::memory_align);
+      give(policy_memory_, policy_bytes_for(capacity_, slot_count_), policy_type::memory_align);
       policy_memory_ = nullptr;
     }
     give(slots_, table_bytes_for(slot_count_), table_align);

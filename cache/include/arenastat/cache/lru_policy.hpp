@@ -6,16 +6,17 @@
 // of policy state per entry, for a policy whose selector says keeps_state) and hash(i) (the entry's table hash, recomputed
 // from its key; may throw) for entry index i:
 //   void configure(std::size_t capacity) noexcept
-//   static constexpr std::size_t memory_bytes(std::uint32_t slot_count)
-//   static constexpr std::size_t memory_align   memory the policy needs for a table of
-//                                               slot_count slots (0: none), allocated by
-//                                               the cache with its table (and accounted)
+//   static constexpr std::size_t memory_bytes(std::size_t capacity, std::uint32_t slot_count)
+//   static constexpr std::size_t memory_align   memory the policy needs for `capacity`
+//                                               entries in a table of slot_count slots
+//                                               (0: none), allocated by the cache with its
+//                                               table (and accounted); configure() first
 //   void attach_memory(void* p, std::uint32_t slot_count) noexcept
 //   void detach_memory() noexcept               before that memory is freed
 //   void record(std::uint32_t h) noexcept       an access to a key not in the cache
 //                                               (a miss, or a put inserting it)
-//   void on_hit(std::uint32_t i, bool counted) noexcept
-//                                               entry i was found (a get, or a put
+//   void on_hit(std::uint32_t i, std::uint32_t h, bool counted) noexcept
+//                                               entry i (hash h) was found (a get, or a put
 //                                               replacing its value); counted: the access
 //                                               counts toward its frequency (false for the
 //                                               store that follows a read-through load)
@@ -47,7 +48,7 @@ class lru_policy {
   explicit lru_policy(Links& links) noexcept : links_(&links) {}
 
   void configure(std::size_t) noexcept {}
-  static constexpr std::size_t memory_bytes(std::uint32_t) noexcept { return 0; }
+  static constexpr std::size_t memory_bytes(std::size_t, std::uint32_t) noexcept { return 0; }
   static constexpr std::size_t memory_align = 1;
   void attach_memory(void*, std::uint32_t) noexcept {}
   void detach_memory() noexcept {}
@@ -55,7 +56,7 @@ class lru_policy {
   void record(std::uint32_t) noexcept {}
   std::uint32_t likely_victim() const noexcept { return detail::nil_index; }  // no guess: the back's node is cold
   void prefetch(std::uint32_t) const noexcept {}
-  void on_hit(std::uint32_t i, bool) noexcept { detail::list_move_to_front(*links_, list_, i); }
+  void on_hit(std::uint32_t i, std::uint32_t, bool) noexcept { detail::list_move_to_front(*links_, list_, i); }
   void on_insert(std::uint32_t i, std::uint32_t) noexcept { detail::list_push_front(*links_, list_, i); }
   void on_erase(std::uint32_t i, std::uint32_t) noexcept { detail::list_unlink(*links_, list_, i); }
   detail::victim choose_victim() { return {list_.tail, links_->hash(list_.tail)}; }
@@ -74,6 +75,7 @@ class lru_policy {
 
 // Policy selector for basic_cache.
 struct lru {
+  using shard_selector = lru;
   static constexpr bool keeps_state = false;  // no per-entry state (Links::state unused)
   template <class Links>
   using policy = lru_policy<Links>;

@@ -43,7 +43,8 @@ struct sharded_cache_options {
 template <class K, class V, class Policy = tinylfu, class Hash = std::hash<K>, class Eq = std::equal_to<K>>
 class sharded_cache {
  public:
-  using shard_cache = basic_cache<K, V, Policy, Hash, Eq>;
+  // Each shard runs Policy::shard_selector (tinylfu's: no window tuner).
+  using shard_cache = basic_cache<K, V, typename Policy::shard_selector, Hash, Eq>;
   using hashed_key = detail::hashed_key;
   static constexpr std::size_t max_shards = 4096;
   static constexpr std::size_t min_default_shard_entries = 1024;

@@ -1,7 +1,9 @@
 // tinylfu_policy: W-TinyLFU (Einziger, Friedman, Manes), as in Caffeine but
-// with a fixed window.
+// with the window sized by miniature simulation (AdaptiveWindow).
 //
-//   window     CLOCK, WindowPercent % of the capacity (at least 1 entry):
+//   window     CLOCK, WindowPercent % of the capacity (at least 1 entry) at
+//              the start; with AdaptiveWindow the window tuner
+//              (detail/window_tuner.hpp) moves it between 1, 20, 50 and 99%:
 //              every new entry enters here, so a burst of new keys is absorbed.
 //   probation  LRU, main segment entries seen once in main.
 //   protected  CLOCK, up to 80% of the main segment: entries hit in probation.
@@ -63,11 +65,23 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include "arenastat/cache/detail/index_list.hpp"
+#include "arenastat/cache/detail/window_tuner.hpp"
 #include "arenastat/cache/frequency_sketch.hpp"
 
 namespace arenastat {
+
+template <unsigned WindowPercent, unsigned SampleFactor, bool Conservative, unsigned VictimSample, bool SampleFloor,
+          bool SkipStillHandBack, bool AdaptiveWindow, bool AdmitAgainstBack>
+struct basic_tinylfu;
+
+namespace detail {
+struct no_window_tuner {
+  static constexpr std::size_t bytes_for(std::size_t) noexcept { return 0; }
+};
+}  // namespace detail
 
 enum class tinylfu_segment : std::uint32_t { window = 0, probation = 1, protected_ = 2 };
 
@@ -80,38 +94,50 @@ class tinylfu_policy {
  public:
   explicit tinylfu_policy(Links& links) noexcept : links_(&links) {}
 
+  tinylfu_policy(const tinylfu_policy&) = delete;
+  tinylfu_policy& operator=(const tinylfu_policy&) = delete;
+
   void configure(std::size_t capacity) noexcept {
     capacity_ = capacity;
     set_window(capacity * WindowPercent / 100);
     sketch_.configure(capacity);
-    // Below climb_min_capacity a step (1/16) is under 8 entries: the window stays fixed.
-    climb_period_ = capacity >= climb_min_capacity ? climb_factor * capacity : UINT64_MAX;
-    climb_step_ = initial_step();
-    climb_hits_ = climb_requests_ = 0;
-    climb_previous_ = -1;
   }
-  // The sketch's counters, allocated by the cache with its table.
-  static constexpr std::size_t memory_bytes(std::uint32_t slot_count) noexcept {
-    return frequency_sketch<SampleFactor, Conservative>::bytes_for(slot_count);
+  // The sketch's counters and the window tuner's ghosts, allocated by the
+  // cache with its table (the ghosts only from tune_min_capacity entries).
+  static constexpr std::size_t memory_bytes(std::size_t capacity, std::uint32_t slot_count) noexcept {
+    const std::size_t tuner = tuner_type::bytes_for(capacity >= tune_min_capacity ? capacity : 0);
+    return tuner == 0 ? sketch_bytes(slot_count) : tuner_offset(slot_count) + tuner;
   }
   static constexpr std::size_t memory_align = frequency_sketch<SampleFactor, Conservative>::align;
-  void attach_memory(void* memory, std::uint32_t slot_count) noexcept { sketch_.attach(memory, slot_count); }
-  void detach_memory() noexcept { sketch_.detach(); }
+  // `memory`: memory_bytes(capacity, slot_count) bytes, capacity as configured.
+  void attach_memory(void* memory, std::uint32_t slot_count) noexcept {
+    sketch_.attach(memory, slot_count);
+    if constexpr (AdaptiveWindow)
+      if (capacity_ >= tune_min_capacity) tuner_.attach(static_cast<unsigned char*>(memory) + tuner_offset(slot_count), capacity_);
+  }
+  void detach_memory() noexcept {
+    sketch_.detach();
+    if constexpr (AdaptiveWindow) tuner_.detach();
+  }
+  // Sets the window's share (the tuner does; ghost caches use it for their
+  // fixed window). Entries move when they next leave.
+  void set_window_entries(std::size_t w) noexcept { set_window(w); }
 
   // Accesses: a key not in the cache is counted in the sketch; a cached
   // entry in its own counter (in the node its lookup loaded), so a hit
   // touches nothing but the table slot and the node.
   void record(std::uint32_t h) noexcept {
     if (sketch_.increment(h)) [[unlikely]] halve_entries();
-    if constexpr (AdaptiveWindow) count_request(0);
+    if constexpr (AdaptiveWindow) tune(h);
   }
 
   // The entry's state byte is read once and written at most once (a second
   // read right after a byte store would wait for the store to complete).
-  void on_hit(std::uint32_t i, bool counted) noexcept {
+  // h: the entry's table hash (for the window tuner's sample).
+  void on_hit(std::uint32_t i, std::uint32_t h, bool counted) noexcept {
     const std::uint32_t s = links_->state(i);
-    counted = counted && (s & count_mask) != count_mask;  // saturated at 15
-    const std::uint32_t t = counted ? (s + count_one) | raised_bit : s;
+    const bool adds = counted && (s & count_mask) != count_mask;  // saturated at 15
+    const std::uint32_t t = adds ? (s + count_one) | raised_bit : s;
     if ((s & segment_mask) == static_cast<std::uint32_t>(tinylfu_segment::probation)) {
       leave_probation(i);
       push_front(protected_, i, t, tinylfu_segment::protected_);
@@ -121,9 +147,10 @@ class tinylfu_policy {
       // in a sharded cache, shared between the cores reading it).
       if ((t | reference_bit) != s) links_->set_state(i, t | reference_bit);
     }
-    if (counted && sketch_.count_addition()) [[unlikely]] halve_entries();
+    if (adds && sketch_.count_addition()) [[unlikely]] halve_entries();
     if constexpr (AdaptiveWindow)
-      if (counted) count_request(1);
+      if (counted) tune(h);
+    (void)h;
   }
 
   // The new entry's counter starts at the sketch's estimate of its key.
@@ -196,6 +223,8 @@ class tinylfu_policy {
 
   void clear() noexcept {
     configure(capacity_);
+    if constexpr (AdaptiveWindow) tuner_.clear();
+    window_adjustments_ = 0;
     window_ = {};
     probation_ = {};
     protected_ = {};
@@ -210,8 +239,9 @@ class tinylfu_policy {
     return static_cast<tinylfu_segment>(links_->state(i) & segment_mask);
   }
   std::size_t window_max() const noexcept { return window_max_; }
-  // Window resizes made by the hill climber.
+  // Window resizes made by the window tuner.
   std::uint64_t window_adjustments() const noexcept { return window_adjustments_; }
+  const auto& tuner() const noexcept { return tuner_; }
   // Duels decided by the remembered sample floor (no sample taken).
   std::uint64_t floor_decisions() const noexcept { return floor_decisions_; }
   // Leaving entries whose count had not risen (no hand-back needed).
@@ -240,33 +270,25 @@ class tinylfu_policy {
   static constexpr std::uint32_t count_mask = 15u << count_shift;
   static constexpr std::uint32_t raised_bit = 128u;
 
-  // The adaptive window (Caffeine's hill climbing, AdaptiveWindow): every
-  // climb_factor x capacity counted requests the hit rate of that period is
-  // compared with the previous period's; the window keeps moving in the same
-  // direction by the step if the rate did not fall, and turns around if it
-  // fell. The step starts at 1/16 of the capacity and decays by 2% a period;
-  // a change of the hit rate by 5 points or more restarts it (a new phase).
-  // Caches under climb_min_capacity entries keep the fixed window.
-  static constexpr std::uint64_t climb_factor = 10;
-  static constexpr std::size_t climb_min_capacity = 128;
-  double initial_step() const noexcept { return static_cast<double>(capacity_) / 16; }
-  void count_request(std::uint32_t hit) noexcept {
-    climb_hits_ += hit;
-    if (++climb_requests_ >= climb_period_) [[unlikely]] climb();
+  // The window tuner (AdaptiveWindow): ghosts of this policy with fixed
+  // windows, over a sample of the keys; an epoch's end may move the window.
+  // Caches under tune_min_capacity entries keep the fixed window.
+  static constexpr std::size_t tune_min_capacity = 64;
+  using ghost_selector = basic_tinylfu<1, SampleFactor, Conservative, VictimSample, SampleFloor, SkipStillHandBack,
+                                       false, AdmitAgainstBack>;
+  using tuner_type = std::conditional_t<AdaptiveWindow, detail::window_tuner<ghost_selector>, detail::no_window_tuner>;
+  static constexpr std::size_t sketch_bytes(std::uint32_t slot_count) noexcept {
+    return frequency_sketch<SampleFactor, Conservative>::bytes_for(slot_count);
   }
-  [[gnu::noinline]] void climb() noexcept {
-    const double rate = static_cast<double>(climb_hits_) / static_cast<double>(climb_requests_);
-    climb_hits_ = climb_requests_ = 0;
-    const double change = climb_previous_ < 0 ? 0 : rate - climb_previous_;
-    climb_previous_ = rate;
-    if (change < 0) climb_step_ = -climb_step_;
-    const double magnitude = climb_step_ < 0 ? -climb_step_ : climb_step_;
-    const auto step = static_cast<std::int64_t>(magnitude < 1 ? 1 : magnitude);
-    const std::int64_t target = static_cast<std::int64_t>(window_max_) + (climb_step_ < 0 ? -step : step);
-    set_window(target < 1 ? 0 : static_cast<std::size_t>(target));
-    ++window_adjustments_;
-    const bool restart = change >= 0.05 || change <= -0.05;
-    climb_step_ = restart ? (climb_step_ < 0 ? -initial_step() : initial_step()) : climb_step_ * 0.98;
+  // The ghosts follow the sketch at the next multiple of 64 bytes.
+  static constexpr std::size_t tuner_offset(std::uint32_t slot_count) noexcept {
+    return (sketch_bytes(slot_count) + 63) & ~std::size_t{63};
+  }
+  void tune(std::uint32_t h) noexcept {
+    if (const unsigned percent = tuner_.observe(h)) [[unlikely]] {
+      set_window(capacity_ * percent / 100);
+      ++window_adjustments_;
+    }
   }
   // The window's share (at least 1 entry, at most capacity - 1 when the
   // capacity allows a main segment) and protected's (80% of the rest).
@@ -377,9 +399,8 @@ class tinylfu_policy {
   std::size_t capacity_ = 0;
   std::size_t window_max_ = 1;
   std::size_t protected_max_ = 0;
-  // Hill climbing (AdaptiveWindow).
-  std::uint64_t climb_period_ = 0, climb_hits_ = 0, climb_requests_ = 0, window_adjustments_ = 0;
-  double climb_previous_ = -1, climb_step_ = 0;
+  std::uint64_t window_adjustments_ = 0;
+  [[no_unique_address]] tuner_type tuner_;
   // The bar of the last duel that sampled probation (the back's count, or
   // the least of the sample without AdmitAgainstBack; -1: none, or the
   // sample changed or counts were halved since). Counts only rise between
@@ -401,6 +422,11 @@ template <unsigned WindowPercent = 1, unsigned SampleFactor = 20, bool Conservat
           bool AdmitAgainstBack = true>
 struct basic_tinylfu {
   static constexpr bool keeps_state = true;  // segment, reference bit, count, count-rose bit per entry
+  // The policy of a sharded_cache's shards: the window stays fixed (a tuner
+  // per shard would hold its ghosts once per shard: 256 x 93 KiB at 1M
+  // entries on a 2-thread machine; docs/cache.md).
+  using shard_selector = basic_tinylfu<WindowPercent, SampleFactor, Conservative, VictimSample, SampleFloor,
+                                       SkipStillHandBack, false, AdmitAgainstBack>;
   template <class Links>
   using policy =
       tinylfu_policy<Links, WindowPercent, SampleFactor, Conservative, VictimSample, SampleFloor, SkipStillHandBack,

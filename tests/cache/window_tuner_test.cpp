@@ -1,0 +1,223 @@
+// The window tuner: ghost caches replay the policy exactly, the sample is the
+// documented share of the keys, and the tuned cache picks the window the
+// workload's shape calls for (detail/window_tuner.hpp, docs/cache.md).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "arenastat/cache/cache.hpp"
+#include "../../bench/zipf.hpp"
+
+using namespace arenastat;
+using u64 = std::uint64_t;
+using u32 = std::uint32_t;
+
+namespace {
+
+template <unsigned W>
+using fixed_tinylfu = basic_tinylfu<W, 20, true, 8, true, true, false>;
+using ghost_t = detail::ghost_cache<fixed_tinylfu<1>>;
+
+// Ghost memory, 64-byte aligned as the ghost needs.
+struct ghost_memory {
+  explicit ghost_memory(std::size_t bytes) : raw(new unsigned char[bytes + 64]) {}
+  void* get() const noexcept {
+    return reinterpret_cast<void*>((reinterpret_cast<std::uintptr_t>(raw.get()) + 63) & ~std::uintptr_t{63});
+  }
+  std::unique_ptr<unsigned char[]> raw;
+};
+
+// Keys of three shapes in turn: a loop, Zipf-distributed, never seen.
+std::vector<u64> mixed_keys(std::size_t n) {
+  bench::splitmix64 rng(11);
+  const bench::zipf_params params(5'000, 0.9);
+  bench::zipf_generator zipf(params, 3);
+  std::vector<u64> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (i % 3) {
+      case 0: out.push_back(i / 3 % 1'500); break;
+      case 1: out.push_back(10'000 + zipf.next()); break;
+      default: out.push_back(1'000'000 + rng.next() % 100'000);
+    }
+  }
+  return out;
+}
+
+// Replays keys through basic_cache at fixed window W and through a ghost of
+// the same capacity and window fed the cache's hashes; counts the accesses
+// on which they disagree.
+template <unsigned W>
+std::size_t disagreements(std::size_t capacity, const std::vector<u64>& keys, std::size_t& hits) {
+  basic_cache<u64, u64, fixed_tinylfu<W>> c{"test.ghost.ref", {.max_entries = capacity, .track = false}};
+  ghost_t g;
+  ghost_memory mem(ghost_t::bytes_for(static_cast<u32>(capacity)));
+  g.attach(mem.get(), static_cast<u32>(capacity), capacity * W / 100);
+  // The cache allocates its sketch at its first insertion (a get before it
+  // is not counted); the ghost's sketch is there from the start: begin both
+  // with an insertion.
+  c.put(keys[0], 0);
+  g.access(c.hash_key(keys[0]).h32());
+  std::size_t differ = 0;
+  hits = 0;
+  for (std::size_t n = 1; n < keys.size(); ++n) {
+    bool missed = false;
+    c.get_or_load(keys[n], [&](u64) {
+      missed = true;
+      return u64{0};
+    });
+    const bool ghost_hit = g.access(c.hash_key(keys[n]).h32());
+    differ += ghost_hit == missed ? 1 : 0;
+    hits += missed ? 0 : 1;
+  }
+  return differ;
+}
+
+// A recency-biased stream: 80% of requests re-reference a recent key (mean
+// distance 300), 20% a new key.
+std::vector<u64> recency_keys(std::size_t n) {
+  bench::splitmix64 rng(7);
+  std::vector<u64> history;
+  u64 fresh = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    u64 k = fresh;
+    if (!history.empty() && rng.uniform() >= 0.2) {
+      auto d = static_cast<std::size_t>(-300 * std::log(1 - rng.uniform())) + 1;
+      k = history[history.size() - (d > history.size() ? history.size() : d)];
+    } else {
+      ++fresh;
+    }
+    history.push_back(k);
+  }
+  return history;
+}
+
+template <class C>
+void replay(C& c, const std::vector<u64>& keys) {
+  for (const u64 k : keys) c.get_or_load(k, [](u64) { return u64{0}; });
+}
+
+}  // namespace
+
+TEST_CASE("ghost cache: hit for hit the same as basic_cache at each fixed window", "[cache][tuner]") {
+  const std::vector<u64> keys = mixed_keys(150'000);
+  for (const std::size_t capacity : {100u, 1'000u}) {
+    std::size_t hits = 0;
+    CHECK(disagreements<1>(capacity, keys, hits) == 0);
+    CHECK(hits > 0);
+    CHECK(disagreements<20>(capacity, keys, hits) == 0);
+    CHECK(disagreements<50>(capacity, keys, hits) == 0);
+    CHECK(disagreements<99>(capacity, keys, hits) == 0);
+    CHECK(hits > 0);
+  }
+}
+
+TEST_CASE("ghost cache: every entry stays reachable through evictions", "[cache][tuner]") {
+  ghost_t g;
+  ghost_memory mem(ghost_t::bytes_for(200));
+  g.attach(mem.get(), 200, 2);
+  bench::splitmix64 rng(5);
+  for (int i = 0; i < 50'000; ++i) {
+    // Hashes crowded into few home slots, so clusters wrap and deletions shift.
+    g.access(static_cast<u32>(rng.next() % 600) << 22);
+    if (i % 97 == 0) REQUIRE(g.consistent());
+  }
+  CHECK(g.size() == 200);
+  CHECK(g.consistent());
+  g.clear();
+  CHECK(g.size() == 0);
+  CHECK(g.consistent());
+}
+
+TEST_CASE("window tuner: the sample is ghost_entries / capacity of the keys", "[cache][tuner]") {
+  using C = tinylfu_cache<u64, u64>;
+  C big{"test.tuner.sample", {.max_entries = 100'000, .track = false}};
+  big.put(0, 0);  // attaches the policy's memory
+  const auto& tuner = big.policy().tuner();
+  std::size_t in = 0;
+  for (u64 k = 0; k < 1'000'000; ++k) in += tuner.sampled(big.hash_key(k).h32()) ? 1 : 0;
+  // Expected 1,000,000 x 1024 / 100,000 = 10,240; binomial sd about 100.
+  CHECK(in > 10'240 - 500);
+  CHECK(in < 10'240 + 500);
+  CHECK(tuner.ghost_at(0).entries() == 1'024);
+
+  C small{"test.tuner.sample.small", {.max_entries = 1'000, .track = false}};
+  small.put(0, 0);
+  for (u64 k = 0; k < 10'000; ++k) REQUIRE(small.policy().tuner().sampled(small.hash_key(k).h32()));
+  CHECK(small.policy().tuner().ghost_at(3).entries() == 1'000);
+}
+
+TEST_CASE("tinylfu: on a loop longer than the cache the window returns to 1% and stays", "[cache][tuner]") {
+  // LRU misses every request of a loop longer than the cache; a small window
+  // keeps most of the main segment. While the ghosts fill (the first epoch:
+  // 4,000 requests) a larger window may score more; from then on the 1%
+  // ghost wins every epoch, so the tuned cache loses to the fixed 1% cache
+  // only what its first epochs cost.
+  std::vector<u64> keys;
+  for (u64 i = 0; i < 300'000; ++i) keys.push_back(i % 1'500);
+  tinylfu_cache<u64, u64> tuned{"test.tuner.loop", {.max_entries = 1'000}};
+  basic_cache<u64, u64, fixed_tinylfu<1>> fixed{"test.tuner.loop.fixed", {.max_entries = 1'000}};
+  lru_cache<u64, u64> l{"test.tuner.loop.lru", {.max_entries = 1'000}};
+  std::uint64_t adjustments_after_warmup = 0;
+  for (std::size_t n = 0; n < keys.size(); ++n) {
+    tuned.get_or_load(keys[n], [](u64) { return u64{0}; });
+    if (n == 20'000) adjustments_after_warmup = tuned.policy().window_adjustments();
+  }
+  replay(fixed, keys);
+  replay(l, keys);
+  CHECK(l.stats().hits == 0);
+  CHECK(tuned.policy().tuner().epochs() >= 70);  // (300,000 - 1) / 4,000 epochs
+  CHECK(tuned.policy().window_adjustments() == adjustments_after_warmup);
+  CHECK(tuned.policy().tuner().chosen_percent() == 1);
+  CHECK(tuned.policy().window_max() == 10);
+  CHECK(tuned.stats().hits + 3'000 >= fixed.stats().hits);  // at most 1% of the requests
+  CHECK(tuned.stats().hit_rate() > 0.5);
+}
+
+TEST_CASE("tinylfu: on a recency-biased workload the tuner moves the window to 99%", "[cache][tuner]") {
+  // Frequency says little here, recency much: the fixed 1% window loses more
+  // than 10 points to LRU; the 99% ghost wins and the cache follows it.
+  const std::vector<u64> keys = recency_keys(400'000);
+  tinylfu_cache<u64, u64> tuned{"test.tuner.recency", {.max_entries = 1'000}};
+  basic_cache<u64, u64, fixed_tinylfu<1>> fixed{"test.tuner.recency.fixed", {.max_entries = 1'000}};
+  lru_cache<u64, u64> l{"test.tuner.recency.lru", {.max_entries = 1'000}};
+  replay(tuned, keys);
+  replay(fixed, keys);
+  replay(l, keys);
+  CHECK(tuned.policy().tuner().chosen_percent() == 99);
+  CHECK(tuned.policy().window_max() == 990);
+  CHECK(fixed.stats().hit_rate() < l.stats().hit_rate() - 0.10);
+  CHECK(tuned.stats().hit_rate() > l.stats().hit_rate() - 0.01);
+}
+
+TEST_CASE("tinylfu: clear() starts the tuner over at 1%", "[cache][tuner]") {
+  tinylfu_cache<u64, u64> c{"test.tuner.clear", {.max_entries = 1'000}};
+  replay(c, recency_keys(100'000));
+  REQUIRE(c.policy().window_max() > 10);
+  c.clear();
+  CHECK(c.policy().window_max() == 10);
+  CHECK(c.policy().tuner().chosen_percent() == 1);
+  CHECK(c.policy().tuner().epochs() == 0);
+  CHECK(c.policy().window_adjustments() == 0);
+  replay(c, recency_keys(100'000));
+  CHECK(c.policy().window_max() == 990);
+}
+
+TEST_CASE("tinylfu: the ghosts' memory, derived", "[cache][tuner][layout]") {
+  using C = tinylfu_cache<u64, u64>;
+  // A ghost of 1024 entries: slots 1024 + 341 + 1 = 1366; its sketch
+  // ceil(1366 / 8) = 171 blocks of 32 = 5472 -> 5504 (64-byte multiple);
+  // nodes 1024 x 12 = 12288; slots 1366 x 4 = 5464 -> 5504. 23296 in all.
+  CHECK(detail::ghost_cache<fixed_tinylfu<1>>::bytes_for(1'024) == 23'296u);
+  // 1M entries: the main sketch 166,667 x 32 = 5,333,344 -> 5,333,376, then
+  // four ghosts of 1024 entries.
+  CHECK(C::policy_bytes_for(1'000'000, 1'333'334) == 5'333'376u + 4 * 23'296u);
+  // Under 64 entries: the sketch only (ceil(84 / 8) = 11 blocks), no ghosts.
+  CHECK(C::policy_bytes_for(63, C::slot_count_for(63)) == 11u * 32);
+  C tiny{"test.tuner.tiny", {.max_entries = 63}};
+  replay(tiny, recency_keys(20'000));
+  CHECK(tiny.policy().window_adjustments() == 0);
+  CHECK(tiny.policy().window_max() == 1);
+}
