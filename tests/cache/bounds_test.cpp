@@ -119,15 +119,18 @@ TEMPLATE_TEST_CASE("accounting: back to 0 after clear and after destruction", "[
   CHECK(live(name) == 0);
 }
 
-TEST_CASE("accounting: a sharded cache after clear holds exactly its shard array", "[cache][bounds]") {
+TEST_CASE("accounting: a sharded cache after clear holds exactly its shard array and tuner", "[cache][bounds]") {
   const std::string name = "test.zero.sharded";
   {
     sharded_tinylfu_cache<u64, u64> c{name, {.max_entries = 8000, .shards = 8}};
     for (u64 k = 0; k < 20'000; ++k) c.put(k, k);
     CHECK(c.size() == 8000);
-    CHECK(live(name) == static_cast<std::int64_t>(c.shard_array_bytes() + 8 * sharded_tinylfu_cache<u64, u64>::shard_cache::footprint_bytes(1000)));
+    // The shared tuner's four ghosts of min(8000, 1024) entries: 4 x 23,296.
+    CHECK(c.tuner_bytes() == 4 * 23'296u);
+    CHECK(live(name) == static_cast<std::int64_t>(c.shard_array_bytes() + c.tuner_bytes() +
+                                                   8 * sharded_tinylfu_cache<u64, u64>::shard_cache::footprint_bytes(1000)));
     c.clear();
-    CHECK(live(name) == static_cast<std::int64_t>(c.shard_array_bytes()));
+    CHECK(live(name) == static_cast<std::int64_t>(c.shard_array_bytes() + c.tuner_bytes()));
   }
   CHECK(live(name) == 0);
 }
@@ -164,7 +167,9 @@ TEST_CASE("bounds: a sharded cache's account, shard array included, stays within
   const std::string name = "test.bounds.sharded";
   const std::uint64_t bound = 200'000;
   sharded_tinylfu_cache<u64, u64> c{name, {.max_bytes = bound, .shards = 4}};
-  const std::size_t per_shard = sharded_tinylfu_cache<u64, u64>::shard_cache::capacity_for_bytes((bound - c.shard_array_bytes()) / 4);
+  // The tuner's largest size (4 x 23,296) is set aside before the shards' share.
+  const std::size_t per_shard =
+      sharded_tinylfu_cache<u64, u64>::shard_cache::capacity_for_bytes((bound - c.shard_array_bytes() - 4 * 23'296) / 4);
   CHECK(c.capacity() == 4 * per_shard);
   std::mt19937_64 rng(11);
   for (int step = 0; step < 30'000; ++step) {
@@ -172,7 +177,7 @@ TEST_CASE("bounds: a sharded cache's account, shard array included, stays within
     REQUIRE(live(name) <= static_cast<std::int64_t>(bound));
   }
   CHECK(c.size() == c.capacity());
-  CHECK(live(name) == static_cast<std::int64_t>(c.shard_array_bytes() +
+  CHECK(live(name) == static_cast<std::int64_t>(c.fixed_bytes() +
                                                  4 * sharded_tinylfu_cache<u64, u64>::shard_cache::footprint_bytes(per_shard)));
   CHECK_THROWS_WITH((sharded_lru_cache<u64, u64>{"test.bad", {.max_bytes = 64, .shards = 4}}),
                     Catch::Contains("does not exceed the shard array"));

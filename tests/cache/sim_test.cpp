@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <unistd.h>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -18,8 +20,24 @@ using sim::trace;
 
 namespace {
 
+// Files written by the tests, removed when the program ends.
+struct written_files {
+  std::vector<std::string> paths;
+  ~written_files() {
+    for (const std::string& p : paths) std::remove(p.c_str());
+  }
+};
+written_files& written() {
+  static written_files w;
+  return w;
+}
+
+// In the temporary directory, named after this process (never the working
+// directory: the binary may be run from the source tree).
 std::string write_file(const std::string& name, const std::string& text) {
-  const std::string path = "sim_test_" + name;
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("sim_test_" + std::to_string(::getpid()) + "_" + name)).string();
+  written().paths.push_back(path);
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }
@@ -93,6 +111,7 @@ TEST_CASE("sim: longs are 8-byte big-endian keys", "[cache][sim]") {
 TEST_CASE("sim: a gzip-compressed trace is read through gzip", "[cache][sim]") {
   const std::string path = write_file("b.lirs", "1\n2\n1\n");
   REQUIRE(std::system(("gzip -kf " + path).c_str()) == 0);
+  written().paths.push_back(path + ".gz");
   CHECK(sim::read_trace(sim::trace_format::lirs, path + ".gz").keys == std::vector<std::uint32_t>{0, 1, 0});
 }
 

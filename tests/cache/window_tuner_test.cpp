@@ -8,7 +8,10 @@
 #include <memory>
 #include <vector>
 
+#include <thread>
+
 #include "arenastat/cache/cache.hpp"
+#include "arenastat/cache/sharded_cache.hpp"
 #include "../../bench/zipf.hpp"
 
 using namespace arenastat;
@@ -220,4 +223,43 @@ TEST_CASE("tinylfu: the ghosts' memory, derived", "[cache][tuner][layout]") {
   replay(tiny, recency_keys(20'000));
   CHECK(tiny.policy().window_adjustments() == 0);
   CHECK(tiny.policy().window_max() == 1);
+}
+
+TEST_CASE("sharded tinylfu: every shard follows the one tuner of the cache", "[cache][tuner][sharded]") {
+  // The same recency-biased stream and capacity as above, over 4 shards:
+  // one tuner sees every shard's keys, chooses 99%, and the shards follow it
+  // (a shard left at 1% would lose 10 points on its share of the keys).
+  const std::vector<u64> keys = recency_keys(400'000);
+  sharded_tinylfu_cache<u64, u64> tuned{"test.tuner.sharded", {.max_entries = 1'000, .shards = 4}};
+  sharded_lru_cache<u64, u64> l{"test.tuner.sharded.lru", {.max_entries = 1'000, .shards = 4}};
+  CHECK(tuned.window_percent() == 1);
+  // Ghosts of 1000 entries: slots 1334; sketch ceil(1334 / 8) x 32 = 5344 ->
+  // 5376; nodes 12000 -> 12032; slots 5336 -> 5376: 22,784 each.
+  CHECK(tuned.tuner_bytes() == 4 * 22'784u);
+  CHECK(l.tuner_bytes() == 0);
+  replay(tuned, keys);
+  replay(l, keys);
+  CHECK(tuned.window_percent() == 99);
+  CHECK(tuned.stats().hit_rate() > l.stats().hit_rate() - 0.01);
+  tuned.clear();
+  CHECK(tuned.window_percent() == 1);
+}
+
+TEST_CASE("sharded tinylfu: threads feeding the shared tuner agree with one thread's choice",
+          "[cache][tuner][sharded][threads]") {
+  // Two threads each replay half of a recency-biased stream (keys apart):
+  // every sampled access takes the tuner's lock under a shard's lock; the
+  // tuner still ends at 99% and every count adds up.
+  const std::vector<u64> keys = recency_keys(200'000);
+  sharded_tinylfu_cache<u64, u64> c{"test.tuner.sharded.threads", {.max_entries = 2'000, .shards = 4}};
+  // (2,000 entries for two disjoint streams of the 1,000-entry test's shape.)
+  std::vector<std::thread> pool;
+  for (u64 t = 0; t < 2; ++t)
+    pool.emplace_back([&, t] {
+      for (const u64 k : keys) c.get_or_load(k * 2 + t, [](u64) { return u64{0}; });
+    });
+  for (auto& th : pool) th.join();
+  const auto s = c.stats();
+  CHECK(s.hits + s.misses == 2 * keys.size());
+  CHECK(c.window_percent() == 99);
 }

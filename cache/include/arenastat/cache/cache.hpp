@@ -375,6 +375,9 @@ class basic_cache {
 
   // ---- introspection (tests, diagnostics) ------------------------------------
   const policy_type& policy() const noexcept { return policy_; }
+  // For composition (sharded_cache hands its shards the shared window tuner):
+  // only calls the policy documents as safe at any time.
+  policy_type& mutable_policy() noexcept { return policy_; }
   const K& key_at(std::uint32_t i) const noexcept { return store_.at(i).key; }
 
   // ---- pre-hashed entry points (sharded_cache) -------------------------------

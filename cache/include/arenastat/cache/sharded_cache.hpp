@@ -8,7 +8,15 @@
 // split evenly: shard k gets max_entries / N entries (the first
 // max_entries % N shards one more) and (max_bytes - shard_array_bytes()) / N
 // bytes, so the account never exceeds max_bytes. After clear() the account
-// holds exactly shard_array_bytes() (the shards themselves).
+// holds exactly fixed_bytes(): the shards themselves and, for tinylfu, the
+// window tuner every shard shares.
+//
+// Window tuning (tinylfu): one tuner for the whole cache
+// (detail::shared_window_tuner: the ghosts of min(capacity, 1024) entries
+// over a hash sample of every shard's keys, under a lock of its own taken
+// only for sampled keys); each shard follows the window percent it chooses.
+// With max_bytes, the tuner's largest size is set aside before the shards'
+// share is computed.
 //
 // Single-flight loading: get_or_load() on a missing key registers an
 // in-flight record (on the loading thread's stack, no allocation) before
@@ -27,11 +35,34 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 #include "arenastat/cache/cache.hpp"
 #include "arenastat/cache/detail/shard_mutex.hpp"
 
 namespace arenastat {
+
+namespace detail {
+// The shared window tuner a shard policy asks for (shared_tuner_type), or none.
+struct no_shared_tuner {
+  static constexpr std::size_t align = 1;
+  static constexpr std::size_t bytes_for(std::size_t) noexcept { return 0; }
+  static constexpr std::size_t max_bytes() noexcept { return 0; }
+  void attach(void*, std::size_t) noexcept {}
+  void detach() noexcept {}
+  void clear() noexcept {}
+  unsigned percent() const noexcept { return 0; }
+};
+template <class P>
+struct shared_tuner_of {
+  using type = no_shared_tuner;
+};
+template <class P>
+  requires requires(P& p, typename P::shared_tuner_type* t) { p.share_tuner(t); }
+struct shared_tuner_of<P> {
+  using type = typename P::shared_tuner_type;
+};
+}  // namespace detail
 
 struct sharded_cache_options {
   std::size_t max_entries = 0;
@@ -43,8 +74,10 @@ struct sharded_cache_options {
 template <class K, class V, class Policy = tinylfu, class Hash = std::hash<K>, class Eq = std::equal_to<K>>
 class sharded_cache {
  public:
-  // Each shard runs Policy::shard_selector (tinylfu's: no window tuner).
+  // Each shard runs Policy::shard_selector (tinylfu's follows the shared tuner).
   using shard_cache = basic_cache<K, V, typename Policy::shard_selector, Hash, Eq>;
+  using tuner_type = typename detail::shared_tuner_of<typename shard_cache::policy_type>::type;
+  static constexpr bool shares_tuner = !std::is_same_v<tuner_type, detail::no_shared_tuner>;
   using hashed_key = detail::hashed_key;
   static constexpr std::size_t max_shards = 4096;
   static constexpr std::size_t min_default_shard_entries = 1024;
@@ -85,9 +118,14 @@ class sharded_cache {
                                   std::to_string(options.max_entries) + " is below the shard count " +
                                   std::to_string(n));
     const std::uint64_t array_bytes = n * sizeof(shard);
-    if (options.max_bytes != 0 && options.max_bytes <= array_bytes)
+    // With max_bytes the tuner's largest size is set aside (its size follows
+    // the capacity, which follows from what is left).
+    const std::uint64_t fixed = array_bytes + tuner_type::max_bytes();
+    if (options.max_bytes != 0 && options.max_bytes <= fixed)
       throw std::invalid_argument("sharded_cache '" + name_ + "': max_bytes " + std::to_string(options.max_bytes) +
-                                  " does not exceed the shard array (" + std::to_string(array_bytes) + " bytes)");
+                                  " does not exceed the shard array" +
+                                  (tuner_type::max_bytes() != 0 ? std::string(" and the window tuner") : std::string()) +
+                                  " (" + std::to_string(fixed) + " bytes)");
     if (options.track) {
       tracker_.emplace(name_, "cache", upstream);
       res_ = &*tracker_;
@@ -100,20 +138,31 @@ class sharded_cache {
       for (; built < n; ++built) {
         cache_options o;
         o.track = false;
-        if (options.max_bytes != 0) o.max_bytes = (options.max_bytes - array_bytes) / n;
+        if (options.max_bytes != 0) o.max_bytes = (options.max_bytes - fixed) / n;
         if (options.max_entries != 0) o.max_entries = options.max_entries / n + (built < options.max_entries % n ? 1 : 0);
         ::new (static_cast<void*>(shards_ + built)) shard(name_, o, res_, hash_, eq_);
       }
+      shard_count_ = static_cast<std::uint32_t>(n);
+      tuner_bytes_ = tuner_type::bytes_for(capacity());
+      if (tuner_bytes_ != 0) tuner_memory_ = res_->allocate(tuner_bytes_, tuner_type::align);
     } catch (...) {
       for (std::size_t k = 0; k < built; ++k) shards_[k].~shard();
       res_->deallocate(shards_, n * sizeof(shard), alignof(shard));
       throw;
     }
-    shard_count_ = static_cast<std::uint32_t>(n);
+    if (tuner_memory_ != nullptr) {
+      tuner_.attach(tuner_memory_, capacity());
+      if constexpr (shares_tuner)
+        for (std::uint32_t k = 0; k < shard_count_; ++k) shards_[k].cache.mutable_policy().share_tuner(&tuner_);
+    }
   }
 
   ~sharded_cache() {
     for (std::uint32_t k = 0; k < shard_count_; ++k) shards_[k].~shard();
+    if (tuner_memory_ != nullptr) {
+      tuner_.detach();
+      res_->deallocate(tuner_memory_, tuner_bytes_, tuner_type::align);
+    }
     res_->deallocate(shards_, shard_array_bytes(), alignof(shard));
   }
   sharded_cache(const sharded_cache&) = delete;
@@ -181,12 +230,14 @@ class sharded_cache {
     return std::move(*f.value);
   }
 
-  // Removes every entry of every shard (the shards stay: see the header comment).
+  // Removes every entry of every shard (the shards and the tuner stay: see
+  // the header comment); the tuner starts over.
   void clear() {
     for (std::uint32_t k = 0; k < shard_count_; ++k) {
       std::lock_guard lk(shards_[k].mu);
       shards_[k].cache.clear();
     }
+    tuner_.clear();
   }
 
   std::size_t size() const {
@@ -225,13 +276,13 @@ class sharded_cache {
       t.own_bytes += s.own_bytes;
       t.peak_bytes += s.peak_bytes;  // sum of shard peaks (replaced below when tracked)
     }
-    t.own_bytes += shard_array_bytes();
+    t.own_bytes += fixed_bytes();
     if (tracker_) {
       t.live_bytes = tracker_->tracked_account().live_bytes();
       t.peak_bytes = tracker_->tracked_account().peak_bytes();
     } else {
       t.live_bytes = static_cast<std::int64_t>(t.own_bytes);
-      t.peak_bytes += shard_array_bytes();
+      t.peak_bytes += fixed_bytes();
     }
     t.bytes_per_entry = t.size == 0 ? 0.0 : static_cast<double>(t.own_bytes) / static_cast<double>(t.size);
     return t;
@@ -239,6 +290,12 @@ class sharded_cache {
 
   std::size_t shard_count() const noexcept { return shard_count_; }
   std::size_t shard_array_bytes() const noexcept { return std::size_t{shard_count_} * sizeof(shard); }
+  // The window tuner's ghosts (tinylfu; 0 for lru).
+  std::size_t tuner_bytes() const noexcept { return tuner_bytes_; }
+  // What the cache holds with no entry: the shard array and the tuner.
+  std::size_t fixed_bytes() const noexcept { return shard_array_bytes() + tuner_bytes_; }
+  // The window percent the shared tuner chose (tinylfu; 0 for lru).
+  unsigned window_percent() const noexcept { return tuner_.percent(); }
   const std::string& name() const noexcept { return name_; }
   std::pmr::memory_resource* resource() const noexcept { return res_; }
 
@@ -293,6 +350,9 @@ class sharded_cache {
   std::pmr::memory_resource* res_ = nullptr;
   shard* shards_ = nullptr;
   std::uint32_t shard_count_ = 0;
+  tuner_type tuner_;
+  void* tuner_memory_ = nullptr;
+  std::size_t tuner_bytes_ = 0;
 };
 
 template <class K, class V, class Hash = std::hash<K>, class Eq = std::equal_to<K>>

@@ -74,7 +74,7 @@
 namespace arenastat {
 
 template <unsigned WindowPercent, unsigned SampleFactor, bool Conservative, unsigned VictimSample, bool SampleFloor,
-          bool SkipStillHandBack, bool AdaptiveWindow, bool AdmitAgainstBack>
+          bool SkipStillHandBack, bool AdaptiveWindow, bool AdmitAgainstBack, bool SharedTuner>
 struct basic_tinylfu;
 
 namespace detail {
@@ -87,11 +87,16 @@ enum class tinylfu_segment : std::uint32_t { window = 0, probation = 1, protecte
 
 template <class Links, unsigned WindowPercent = 1, unsigned SampleFactor = 20, bool Conservative = true,
           unsigned VictimSample = 8, bool SampleFloor = true, bool SkipStillHandBack = true, bool AdaptiveWindow = true,
-          bool AdmitAgainstBack = true>
+          bool AdmitAgainstBack = true, bool SharedTuner = false>
 class tinylfu_policy {
   static_assert(WindowPercent < 100 && VictimSample >= 1 && SampleFactor >= 1);
 
  public:
+  // The policy the ghosts run: this one with a fixed window.
+  using ghost_selector = basic_tinylfu<1, SampleFactor, Conservative, VictimSample, SampleFloor, SkipStillHandBack,
+                                       false, AdmitAgainstBack, false>;
+  using shared_tuner_type = detail::shared_window_tuner<ghost_selector>;
+
   explicit tinylfu_policy(Links& links) noexcept : links_(&links) {}
 
   tinylfu_policy(const tinylfu_policy&) = delete;
@@ -112,12 +117,12 @@ class tinylfu_policy {
   // `memory`: memory_bytes(capacity, slot_count) bytes, capacity as configured.
   void attach_memory(void* memory, std::uint32_t slot_count) noexcept {
     sketch_.attach(memory, slot_count);
-    if constexpr (AdaptiveWindow)
+    if constexpr (owns_tuner)
       if (capacity_ >= tune_min_capacity) tuner_.attach(static_cast<unsigned char*>(memory) + tuner_offset(slot_count), capacity_);
   }
   void detach_memory() noexcept {
     sketch_.detach();
-    if constexpr (AdaptiveWindow) tuner_.detach();
+    if constexpr (owns_tuner) tuner_.detach();
   }
   // Sets the window's share (the tuner does; ghost caches use it for their
   // fixed window). Entries move when they next leave.
@@ -223,8 +228,9 @@ class tinylfu_policy {
 
   void clear() noexcept {
     configure(capacity_);
-    if constexpr (AdaptiveWindow) tuner_.clear();
+    if constexpr (owns_tuner) tuner_.clear();
     window_adjustments_ = 0;
+    applied_percent_ = WindowPercent;
     window_ = {};
     probation_ = {};
     protected_ = {};
@@ -239,6 +245,12 @@ class tinylfu_policy {
     return static_cast<tinylfu_segment>(links_->state(i) & segment_mask);
   }
   std::size_t window_max() const noexcept { return window_max_; }
+  // SharedTuner: the cache's tuner, before any access (sharded_cache).
+  void share_tuner(shared_tuner_type* t) noexcept
+    requires SharedTuner
+  {
+    shared_ = t;
+  }
   // Window resizes made by the window tuner.
   std::uint64_t window_adjustments() const noexcept { return window_adjustments_; }
   const auto& tuner() const noexcept { return tuner_; }
@@ -272,11 +284,12 @@ class tinylfu_policy {
 
   // The window tuner (AdaptiveWindow): ghosts of this policy with fixed
   // windows, over a sample of the keys; an epoch's end may move the window.
-  // Caches under tune_min_capacity entries keep the fixed window.
+  // Caches under tune_min_capacity entries keep the fixed window. With
+  // SharedTuner (a sharded_cache's shards) the tuner is the cache's, shared
+  // by every shard (share_tuner()), and this policy follows its choice.
   static constexpr std::size_t tune_min_capacity = 64;
-  using ghost_selector = basic_tinylfu<1, SampleFactor, Conservative, VictimSample, SampleFloor, SkipStillHandBack,
-                                       false, AdmitAgainstBack>;
-  using tuner_type = std::conditional_t<AdaptiveWindow, detail::window_tuner<ghost_selector>, detail::no_window_tuner>;
+  static constexpr bool owns_tuner = AdaptiveWindow && !SharedTuner;
+  using tuner_type = std::conditional_t<owns_tuner, detail::window_tuner<ghost_selector>, detail::no_window_tuner>;
   static constexpr std::size_t sketch_bytes(std::uint32_t slot_count) noexcept {
     return frequency_sketch<SampleFactor, Conservative>::bytes_for(slot_count);
   }
@@ -285,10 +298,19 @@ class tinylfu_policy {
     return (sketch_bytes(slot_count) + 63) & ~std::size_t{63};
   }
   void tune(std::uint32_t h) noexcept {
-    if (const unsigned percent = tuner_.observe(h)) [[unlikely]] {
-      set_window(capacity_ * percent / 100);
-      ++window_adjustments_;
+    if constexpr (SharedTuner) {
+      if (shared_ == nullptr) return;
+      if (shared_->sampled(h)) [[unlikely]] shared_->observe(h);
+      const unsigned percent = shared_->percent();
+      if (percent != applied_percent_) [[unlikely]] apply_percent(percent);
+    } else {
+      if (const unsigned percent = tuner_.observe(h)) [[unlikely]] apply_percent(percent);
     }
+  }
+  [[gnu::noinline]] void apply_percent(unsigned percent) noexcept {
+    applied_percent_ = percent;
+    set_window(capacity_ * percent / 100);
+    ++window_adjustments_;
   }
   // The window's share (at least 1 entry, at most capacity - 1 when the
   // capacity allows a main segment) and protected's (80% of the rest).
@@ -400,7 +422,9 @@ class tinylfu_policy {
   std::size_t window_max_ = 1;
   std::size_t protected_max_ = 0;
   std::uint64_t window_adjustments_ = 0;
+  unsigned applied_percent_ = WindowPercent;
   [[no_unique_address]] tuner_type tuner_;
+  shared_tuner_type* shared_ = nullptr;
   // The bar of the last duel that sampled probation (the back's count, or
   // the least of the sample without AdmitAgainstBack; -1: none, or the
   // sample changed or counts were halved since). Counts only rise between
@@ -419,18 +443,18 @@ class tinylfu_policy {
 // against a cache without them).
 template <unsigned WindowPercent = 1, unsigned SampleFactor = 20, bool Conservative = true, unsigned VictimSample = 8,
           bool SampleFloor = true, bool SkipStillHandBack = true, bool AdaptiveWindow = true,
-          bool AdmitAgainstBack = true>
+          bool AdmitAgainstBack = true, bool SharedTuner = false>
 struct basic_tinylfu {
   static constexpr bool keeps_state = true;  // segment, reference bit, count, count-rose bit per entry
-  // The policy of a sharded_cache's shards: the window stays fixed (a tuner
-  // per shard would hold its ghosts once per shard: 256 x 93 KiB at 1M
-  // entries on a 2-thread machine; docs/cache.md).
+  // The policy of a sharded_cache's shards: one tuner for the whole cache,
+  // which every shard follows (a tuner per shard would hold its ghosts once
+  // per shard: 256 x 91 KiB at 1M entries on a 2-thread machine).
   using shard_selector = basic_tinylfu<WindowPercent, SampleFactor, Conservative, VictimSample, SampleFloor,
-                                       SkipStillHandBack, false, AdmitAgainstBack>;
+                                       SkipStillHandBack, AdaptiveWindow, AdmitAgainstBack, AdaptiveWindow>;
   template <class Links>
   using policy =
       tinylfu_policy<Links, WindowPercent, SampleFactor, Conservative, VictimSample, SampleFloor, SkipStillHandBack,
-                     AdaptiveWindow, AdmitAgainstBack>;
+                     AdaptiveWindow, AdmitAgainstBack, SharedTuner>;
   static constexpr std::string_view name = "tinylfu";
 };
 using tinylfu = basic_tinylfu<>;

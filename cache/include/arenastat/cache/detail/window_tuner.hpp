@@ -27,10 +27,13 @@
 // allocated by the cache with its table.
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 
 #include "arenastat/cache/detail/ghost_cache.hpp"
+#include "arenastat/cache/detail/shard_mutex.hpp"
 
 namespace arenastat::detail {
 
@@ -63,11 +66,10 @@ class window_tuner {
     threshold_ = m == capacity ? (std::uint64_t{1} << 32) : (std::uint64_t{m} << 32) / capacity;
     epoch_ = epoch_factor * m;
     reset_scores();
-    attached_ = true;
   }
   void detach() noexcept {
     for (auto& g : ghosts_) g.detach();
-    attached_ = false;
+    threshold_ = 0;
   }
   void clear() noexcept {
     for (auto& g : ghosts_) g.clear();
@@ -77,7 +79,7 @@ class window_tuner {
   // A counted access to the key of hash h. Returns the window percent the
   // cache should now use when an epoch ended and chose a different one, else 0.
   unsigned observe(std::uint32_t h) noexcept {
-    if (!attached_ || std::uint64_t{h * sample_multiplier} >= threshold_) return 0;
+    if (!sampled(h)) return 0;
     for (std::size_t g = 0; g < ghost_count; ++g) epoch_hits_[g] += ghosts_[g].access(h) ? 1 : 0;
     if (++sampled_ < epoch_) return 0;
     return end_epoch();
@@ -87,7 +89,7 @@ class window_tuner {
   unsigned chosen_percent() const noexcept { return window_percents()[chosen_]; }
   std::uint64_t epochs() const noexcept { return epochs_; }
   const ghost& ghost_at(std::size_t g) const noexcept { return ghosts_[g]; }
-  // Whether the key of hash h is in the sample.
+  // Whether the key of hash h is in the sample (none before attach()).
   bool sampled(std::uint32_t h) const noexcept { return std::uint64_t{h * sample_multiplier} < threshold_; }
 
  private:
@@ -119,7 +121,56 @@ class window_tuner {
   std::array<std::uint64_t, ghost_count> score_{}, epoch_hits_{};
   std::uint64_t threshold_ = 0, epoch_ = 0, sampled_ = 0, epochs_ = 0;
   std::size_t chosen_ = 0;
-  bool attached_ = false;
+};
+
+}  // namespace arenastat::detail
+
+namespace arenastat::detail {
+
+// One window tuner for every shard of a sharded_cache. Shards under their own
+// locks report accesses to sampled keys here (sampled() needs no lock: the
+// threshold is set before the shards run); the ghosts are updated under this
+// tuner's own lock, taken only for sampled keys (a share ghost_entries /
+// capacity of them), and the chosen percent is published for every shard to
+// follow (percent(), a relaxed load of a line written once per change).
+// A shard's lock may be held while this one is taken, never the other way.
+template <class GhostSelector>
+class shared_window_tuner {
+ public:
+  using tuner_type = window_tuner<GhostSelector>;
+  static constexpr std::size_t align = tuner_type::align;
+  static constexpr std::size_t bytes_for(std::size_t capacity) noexcept { return tuner_type::bytes_for(capacity); }
+  // The most bytes_for() gives for any capacity.
+  static constexpr std::size_t max_bytes() noexcept { return tuner_type::bytes_for(tuner_type::max_ghost_entries); }
+
+  // Before any shard runs; `capacity`: the whole cache's.
+  void attach(void* memory, std::size_t capacity) noexcept {
+    tuner_.attach(memory, capacity);
+    percent_.store(tuner_.chosen_percent(), std::memory_order_relaxed);
+  }
+  void detach() noexcept { tuner_.detach(); }
+
+  bool sampled(std::uint32_t h) const noexcept { return tuner_.sampled(h); }
+  // A counted access to a sampled key.
+  void observe(std::uint32_t h) noexcept {
+    std::lock_guard lk(mu_);
+    if (const unsigned p = tuner_.observe(h)) percent_.store(p, std::memory_order_relaxed);
+  }
+  unsigned percent() const noexcept { return percent_.load(std::memory_order_relaxed); }
+  void clear() noexcept {
+    std::lock_guard lk(mu_);
+    tuner_.clear();
+    percent_.store(tuner_.chosen_percent(), std::memory_order_relaxed);
+  }
+  std::uint64_t epochs() const noexcept {
+    std::lock_guard lk(mu_);
+    return tuner_.epochs();
+  }
+
+ private:
+  mutable shard_mutex mu_;
+  tuner_type tuner_;
+  alignas(64) std::atomic<unsigned> percent_{0};
 };
 
 }  // namespace arenastat::detail
