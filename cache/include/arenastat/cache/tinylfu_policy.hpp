@@ -146,7 +146,11 @@ class tinylfu_policy {
     if ((s & segment_mask) == static_cast<std::uint32_t>(tinylfu_segment::probation)) {
       leave_probation(i);
       push_front(protected_, i, t, tinylfu_segment::protected_);
-      while (protected_.size > protected_max_) demote_from_protected();
+      // One demotion, or two while protected drains after the window grew
+      // (a bounded step: the window tuner may shrink protected's share by
+      // most of the capacity at once).
+      if (protected_.size > protected_max_) demote_from_protected();
+      if (protected_.size > protected_max_) [[unlikely]] demote_from_protected();
     } else {
       // Written only when it changes: a hot entry's node stays clean (and,
       // in a sharded cache, shared between the cores reading it).
@@ -160,8 +164,10 @@ class tinylfu_policy {
 
   // The new entry's counter starts at the sketch's estimate of its key.
   void on_insert(std::uint32_t i, std::uint32_t h) noexcept {
-    // (More than one leaves only after the adaptive window shrank.)
-    while (window_.size >= window_max_ && window_.size != 0) enter_probation(leave_clock(window_));
+    // One entry leaves the full window; two while it drains after the
+    // window tuner shrank it (bounded steps, as for protected above).
+    if (window_.size >= window_max_ && window_.size != 0) enter_probation(leave_clock(window_));
+    if (window_.size > window_max_) [[unlikely]] enter_probation(leave_clock(window_));
     links_->set_state(i, sketch_.frequency(h) << count_shift);
     put_front(window_, i, tinylfu_segment::window);
     // The back of the window is the next duel's likely candidate: start

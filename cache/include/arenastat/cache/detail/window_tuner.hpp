@@ -9,11 +9,17 @@
 // R = ghost_entries / capacity with ghost_entries = min(capacity, 1024):
 // caches up to 1024 entries simulate every key.
 //
-// Every epoch (4 x ghost_entries sampled accesses) each ghost's hits of the
-// epoch are added to its score after the score is halved (so the last epoch
-// weighs half, the one before a quarter, ...); the window of the best score
-// is the one the cache should use (on equal scores the present choice stays,
-// else the first in the order above). The cache starts at 1%
+// Each ghost is compared with the ghost of the present choice, access by
+// access: it won an access it hit and the choice missed, lost the reverse.
+// Every epoch (4 x ghost_entries sampled accesses) the epoch's wins and
+// losses are added to sums halved first (so the last epoch weighs half, the
+// one before a quarter, ...); the ghost of the largest lead (wins - losses)
+// becomes the choice if that lead is beyond noise: more than 2 x the square
+// root of wins + losses, two standard deviations of the difference when the
+// windows are equal (a paired test, McNemar's: only the accesses on which
+// they disagree count). On a Zipfian workload the windows differ by less than
+// that, and flapping between them cost hits and moved entries for nothing.
+// After a change the sums start over. The cache starts at 1%
 // (window_percents()[0]).
 //
 // Why these four: on the workloads of docs/cache.md the best fixed window
@@ -28,6 +34,7 @@
 #pragma once
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -80,7 +87,12 @@ class window_tuner {
   // cache should now use when an epoch ended and chose a different one, else 0.
   unsigned observe(std::uint32_t h) noexcept {
     if (!sampled(h)) return 0;
-    for (std::size_t g = 0; g < ghost_count; ++g) epoch_hits_[g] += ghosts_[g].access(h) ? 1 : 0;
+    std::array<bool, ghost_count> hit;
+    for (std::size_t g = 0; g < ghost_count; ++g) hit[g] = ghosts_[g].access(h);
+    for (std::size_t g = 0; g < ghost_count; ++g) {
+      wins_[g] += hit[g] && !hit[chosen_] ? 1 : 0;
+      losses_[g] += !hit[g] && hit[chosen_] ? 1 : 0;
+    }
     if (++sampled_ < epoch_) return 0;
     return end_epoch();
   }
@@ -99,26 +111,38 @@ class window_tuner {
     sampled_ = 0;
     ++epochs_;
     std::size_t best = chosen_;
+    std::int64_t best_lead = 0;
     for (std::size_t g = 0; g < ghost_count; ++g) {
-      score_[g] = score_[g] / 2 + epoch_hits_[g];
-      epoch_hits_[g] = 0;
+      won_[g] = won_[g] / 2 + wins_[g];
+      lost_[g] = lost_[g] / 2 + losses_[g];
+      wins_[g] = losses_[g] = 0;
+      const std::int64_t lead = static_cast<std::int64_t>(won_[g]) - static_cast<std::int64_t>(lost_[g]);
+      if (lead > best_lead) {
+        best = g;
+        best_lead = lead;
+      }
     }
-    for (std::size_t g = 0; g < ghost_count; ++g)
-      if (score_[g] > score_[best]) best = g;
-    if (best == chosen_) return 0;
+    // Only the accesses on which the two disagree tell them apart (a paired
+    // comparison, McNemar's): a change needs a lead of more than two
+    // standard deviations of that difference under equal windows.
+    if (best == chosen_ || static_cast<double>(best_lead) <= 2 * std::sqrt(static_cast<double>(won_[best] + lost_[best])))
+      return 0;
     chosen_ = best;
+    won_ = lost_ = {};  // the counts were against the previous choice
     return window_percents()[best];
   }
   void reset_scores() noexcept {
-    score_ = {};
-    epoch_hits_ = {};
+    won_ = lost_ = wins_ = losses_ = {};
     sampled_ = 0;
     chosen_ = 0;
     epochs_ = 0;
   }
 
   std::array<ghost, ghost_count> ghosts_;
-  std::array<std::uint64_t, ghost_count> score_{}, epoch_hits_{};
+  // Per ghost, against the present choice: accesses it hit and the choice
+  // missed (wins_) and the reverse (losses_) in this epoch; won_/lost_ the
+  // same summed over epochs, halved at each epoch's end.
+  std::array<std::uint64_t, ghost_count> wins_{}, losses_{}, won_{}, lost_{};
   std::uint64_t threshold_ = 0, epoch_ = 0, sampled_ = 0, epochs_ = 0;
   std::size_t chosen_ = 0;
 };
