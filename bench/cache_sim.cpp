@@ -6,7 +6,8 @@
 //   cache_sim [options] TRACE... with options before the traces they apply to:
 //     --sizes=N,N,...      capacities in entries (required before the first trace)
 //     --policies=P,P,...   default: ref_lru,arc,lirs,opt,lru,tinylfu (also opt_bypass, caffeine,
-//                          caffeine_fixed, caffeine_doorkeeper, tinylfu_fixed, tinylfu_prev)
+//                          caffeine_fixed, caffeine_doorkeeper, tinylfu_fixed, tinylfu_w20,
+//                          tinylfu_w50, tinylfu_w99)
 //     --csv-column=N --csv-delimiter=C --csv-header   for csv traces
 //     --max-requests=N     read at most N requests of each trace
 //     --json               one JSON object on stdout (the table goes to stderr)
@@ -86,7 +87,7 @@ const std::vector<policy_entry>& registry() {
          sim::caffeine_tinylfu p(n, t.distinct, {.doorkeeper = true});
          return replay(p, t);
        }},
-      {"tinylfu_fixed",  // tinylfu with the window fixed at 1% (no hill climber)
+      {"tinylfu_fixed",  // tinylfu with the window fixed at 1% (no window tuner)
        [](const trace& t, std::size_t n, const auto&) {
          return replay_cache<basic_tinylfu<1, 20, true, 8, true, true, false>>(t, n);
        }},
@@ -101,10 +102,6 @@ const std::vector<policy_entry>& registry() {
       {"tinylfu_w99",  // tinylfu with the window fixed at 99%
        [](const trace& t, std::size_t n, const auto&) {
          return replay_cache<basic_tinylfu<99, 20, true, 8, true, true, false>>(t, n);
-       }},
-      {"tinylfu_prev",  // the policy before the duel against probation's back: the least of the sample decides
-       [](const trace& t, std::size_t n, const auto&) {
-         return replay_cache<basic_tinylfu<1, 20, true, 8, true, true, true, false>>(t, n);
        }},
   };
   return r;

@@ -16,7 +16,7 @@ build=${1:?usage: cache_sim_docs.sh BUILD_DIR TRACE_DIR}
 traces=${2:?usage: cache_sim_docs.sh BUILD_DIR TRACE_DIR}
 sim=$build/bench/cache_sim
 out=${OUT:-$build/cache_sim_docs.json}
-policies=ref_lru,arc,lirs,caffeine,opt,lru,tinylfu_prev,tinylfu
+policies=ref_lru,arc,lirs,caffeine,opt,lru,tinylfu_fixed,tinylfu_w99,tinylfu
 
 "$sim" --json --policies=$policies \
   --sizes=250,500,1000 lirs:"$traces"/loop.trace.gz lirs:"$traces"/cs.trace.gz lirs:"$traces"/gli.trace.gz \
@@ -30,7 +30,7 @@ policies=ref_lru,arc,lirs,caffeine,opt,lru,tinylfu_prev,tinylfu
 python3 - "$out" "$build/cache_sim_docs.dat" <<'EOF'
 import json, sys
 rows = json.load(open(sys.argv[1]))["results"]
-names = ["ref_lru", "arc", "lirs", "caffeine", "opt", "lru", "tinylfu_prev", "tinylfu"]
+names = ["ref_lru", "arc", "lirs", "caffeine", "opt", "lru", "tinylfu_fixed", "tinylfu_w99", "tinylfu"]
 table = {}
 for r in rows:
     table.setdefault((r["trace"], r["size"]), {})[r["policy"]] = 100 * r["hit_rate"]
@@ -66,6 +66,16 @@ set grid ytics
 set xtics rotate by -30 left nomirror
 set key top left horizontal
 set bmargin 6
-plot for [i=2:9] "$build/cache_sim_docs.dat" using i:xtic(1) title columnheader(i)
+# One colour per policy (gnuplot's default set repeats after 8); tinylfu black.
+set linetype 1 lc rgb "#9467bd"
+set linetype 2 lc rgb "#2ca02c"
+set linetype 3 lc rgb "#56b4e9"
+set linetype 4 lc rgb "#e69f00"
+set linetype 5 lc rgb "#f0e442"
+set linetype 6 lc rgb "#0072b2"
+set linetype 7 lc rgb "#e41a1c"
+set linetype 8 lc rgb "#bbbbbb"
+set linetype 9 lc rgb "#000000"
+plot for [i=2:10] "$build/cache_sim_docs.dat" using i:xtic(1) title columnheader(i)
 EOF
 echo "cache_sim_docs: $out, docs/img/cache_hit_rates.png" >&2
