@@ -167,9 +167,17 @@ TEST_CASE("bounds: a sharded cache's account, shard array included, stays within
   const std::string name = "test.bounds.sharded";
   const std::uint64_t bound = 200'000;
   sharded_tinylfu_cache<u64, u64> c{name, {.max_bytes = bound, .shards = 4}};
-  // The tuner's largest size (4 x 23,296) is set aside before the shards' share.
-  const std::size_t per_shard =
-      sharded_tinylfu_cache<u64, u64>::shard_cache::capacity_for_bytes((bound - c.shard_array_bytes() - 4 * 23'296) / 4);
+  // The largest per-shard capacity whose four shards and the tuner for their
+  // total capacity fit: the tuner has ghosts of min(total, 1024) entries
+  // (23,296 bytes each at 1024), and only from 64 entries in all.
+  using S = sharded_tinylfu_cache<u64, u64>::shard_cache;
+  auto tuner_bytes = [](std::size_t total) -> std::uint64_t {
+    return total < 64 ? 0 : 4 * detail::ghost_cache<basic_tinylfu<1, 20, true, 8, true, true, false>>::bytes_for(
+                                    static_cast<std::uint32_t>(total < 1024 ? total : 1024));
+  };
+  std::size_t per_shard = 0;
+  while (4 * S::footprint_bytes(per_shard + 1) + tuner_bytes(4 * (per_shard + 1)) <= bound - c.shard_array_bytes())
+    ++per_shard;
   CHECK(c.capacity() == 4 * per_shard);
   std::mt19937_64 rng(11);
   for (int step = 0; step < 30'000; ++step) {
@@ -181,4 +189,27 @@ TEST_CASE("bounds: a sharded cache's account, shard array included, stays within
                                                  4 * sharded_tinylfu_cache<u64, u64>::shard_cache::footprint_bytes(per_shard)));
   CHECK_THROWS_WITH((sharded_lru_cache<u64, u64>{"test.bad", {.max_bytes = 64, .shards = 4}}),
                     Catch::Contains("does not exceed the shard array"));
+}
+
+TEST_CASE("bounds: a small byte budget gets a sharded tinylfu cache with a tuner its size", "[cache][bounds]") {
+  // 64 KiB for one shard: the tuner for c entries (c >= 64) has four ghosts
+  // of min(c, 1024) entries, so c is the largest with footprint(c) + that
+  // within 64 KiB less the shard array.
+  using S = sharded_tinylfu_cache<u64, u64>::shard_cache;
+  using ghost = detail::ghost_cache<basic_tinylfu<1, 20, true, 8, true, true, false>>;
+  const std::string name = "test.bounds.sharded.small";
+  const std::uint64_t bound = 64 * 1024;
+  sharded_tinylfu_cache<u64, u64> c{name, {.max_bytes = bound, .shards = 1}};
+  std::size_t expected = 0;
+  auto fits = [&](std::size_t n) {
+    const std::uint64_t tuner = n < 64 ? 0 : 4 * ghost::bytes_for(static_cast<std::uint32_t>(n));
+    return S::footprint_bytes(n) + tuner <= bound - c.shard_array_bytes();
+  };
+  while (fits(expected + 1)) ++expected;
+  REQUIRE(expected >= 64);
+  CHECK(c.capacity() == expected);
+  CHECK(c.tuner_bytes() == 4 * ghost::bytes_for(static_cast<std::uint32_t>(expected)));
+  for (u64 k = 0; k < 10'000; ++k) c.get_or_load(k, [](u64 v) { return v; });
+  CHECK(live(name) <= static_cast<std::int64_t>(bound));
+  CHECK(live(name) == static_cast<std::int64_t>(c.fixed_bytes() + S::footprint_bytes(expected)));
 }

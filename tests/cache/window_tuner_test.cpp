@@ -122,9 +122,11 @@ TEST_CASE("ghost cache: every entry stays reachable through evictions", "[cache]
   ghost_memory mem(ghost_t::bytes_for(200));
   g.attach(mem.get(), 200, 2);
   bench::splitmix64 rng(5);
+  // 200 entries in 267 slots; hashes from 0xF0000000 up have home slots
+  // 250 to 266, so their clusters run past the last slot and wrap to slot 0,
+  // and deletions shift entries back across the end.
   for (int i = 0; i < 50'000; ++i) {
-    // Hashes crowded into few home slots, so clusters wrap and deletions shift.
-    g.access(static_cast<u32>(rng.next() % 600) << 22);
+    g.access(0xF000'0000u + (static_cast<u32>(rng.next() % 600) << 14));
     if (i % 97 == 0) REQUIRE(g.consistent());
   }
   CHECK(g.size() == 200);
@@ -253,6 +255,11 @@ TEST_CASE("tinylfu: clear() starts the tuner over at 1%", "[cache][tuner]") {
   CHECK(c.policy().window_max() == 990);
 }
 
+TEST_CASE("ghost cache: the table has basic_cache's slot count", "[cache][tuner][layout]") {
+  for (const u32 n : {1u, 63u, 64u, 1'000u, 1'024u, 100'000u})
+    CHECK(ghost_t::slots_for(n) == tinylfu_cache<u64, u64>::slot_count_for(n));
+}
+
 TEST_CASE("tinylfu: the ghosts' memory, derived", "[cache][tuner][layout]") {
   using C = tinylfu_cache<u64, u64>;
   // A ghost of 1024 entries: slots 1024 + 341 + 1 = 1366; its sketch
@@ -307,4 +314,25 @@ TEST_CASE("sharded tinylfu: threads feeding the shared tuner agree with one thre
   const auto s = c.stats();
   CHECK(s.hits + s.misses == 2 * keys.size());
   CHECK(c.window_percent() == 99);
+}
+
+TEST_CASE("tinylfu: under a byte bound the ghosts take their room from entries", "[cache][tuner][layout]") {
+  // The capacity for a budget is the largest whose footprint fits; the tuned
+  // footprint adds the ghosts (min(c, 1024) entries each, from 64 entries),
+  // the fixed-window one does not.
+  using tuned = tinylfu_cache<u64, u64>;
+  using fixed = basic_cache<u64, u64, tinylfu_fixed_window>;
+  for (const std::uint64_t budget : {100'000u, 1'000'000u}) {
+    const std::size_t t = tuned::capacity_for_bytes(budget), f = fixed::capacity_for_bytes(budget);
+    CHECK(tuned::footprint_bytes(t) <= budget);
+    CHECK(tuned::footprint_bytes(t + 1) > budget);
+    CHECK(tuned::footprint_bytes(t) ==
+          fixed::footprint_bytes(t) + (tuned::policy_bytes_for(t, tuned::slot_count_for(t)) -
+                                       fixed::policy_bytes_for(t, fixed::slot_count_for(t))));
+    CHECK(tuned::policy_bytes_for(t, tuned::slot_count_for(t)) - fixed::policy_bytes_for(t, fixed::slot_count_for(t)) >=
+          4 * ghost_t::bytes_for(static_cast<u32>(t < 1'024 ? t : 1'024)));
+    CHECK(t < f);
+  }
+  CHECK(tuned::capacity_for_bytes(100'000) == 792);  // docs/cache.md quotes these two
+  CHECK(fixed::capacity_for_bytes(100'000) == 2'884);
 }

@@ -8,7 +8,7 @@
 // Memory. By default the cache wraps its upstream in a tracking_resource
 // charged to the account named after the cache (tag "cache"), and allocates
 // everything through it: the hash table, the pages of entries and the policy's
-// frequency sketch. Nothing else is allocated (a value type's own heap memory,
+// memory (tinylfu: its frequency sketch and window tuner). Nothing else is allocated (a value type's own heap memory,
 // e.g. a std::string's buffer, is not part of the cache's footprint).
 //
 // Layout (docs/cache.md has the figures):
@@ -23,7 +23,9 @@
 //     bits left over), so lookups never call the hash function on stored
 //     keys;
 //   the policy's memory (tinylfu: its frequency sketch, 32 bytes per 8
-//     slots), allocated with the table.
+//     slots, and from 64 entries the window tuner's four ghost caches of
+//     min(capacity, 1024) entries, 23,296 bytes each at 1024), allocated with
+//     the table.
 // No entry stores its hash: eviction recomputes it from the stored key (the
 // victim's table slot, and for tinylfu the sketch counters the victim hands
 // its count back to): one or two calls of the hash per eviction.
@@ -375,9 +377,6 @@ class basic_cache {
 
   // ---- introspection (tests, diagnostics) ------------------------------------
   const policy_type& policy() const noexcept { return policy_; }
-  // For composition (sharded_cache hands its shards the shared window tuner):
-  // only calls the policy documents as safe at any time.
-  policy_type& mutable_policy() noexcept { return policy_; }
   const K& key_at(std::uint32_t i) const noexcept { return store_.at(i).key; }
 
   // ---- pre-hashed entry points (sharded_cache) -------------------------------
@@ -441,6 +440,11 @@ class basic_cache {
   void count_load() noexcept { ++loads_; }
 
  private:
+  template <class, class, class, class, class>
+  friend class sharded_cache;
+  // sharded_cache hands its shards the shared window tuner through this.
+  policy_type& mutable_policy() noexcept { return policy_; }
+
   static constexpr std::uint32_t npos = 0xFFFFFFFFu;
 
   // ---- slots ------------------------------------------------------------------

@@ -6,17 +6,17 @@
 // Memory: one tracking_resource named after the cache feeds every shard and
 // the shard array itself, so the account holds the whole cache. Bounds are
 // split evenly: shard k gets max_entries / N entries (the first
-// max_entries % N shards one more) and (max_bytes - shard_array_bytes()) / N
-// bytes, so the account never exceeds max_bytes. After clear() the account
-// holds exactly fixed_bytes(): the shards themselves and, for tinylfu, the
-// window tuner every shard shares.
+// max_entries % N shards one more) and an equal share of max_bytes -
+// shard_array_bytes() (for tinylfu, less the window tuner its total capacity
+// needs: shard_bytes_for()), so the account never exceeds max_bytes. After
+// clear() the account holds exactly fixed_bytes(): the shards themselves and,
+// for tinylfu, the window tuner every shard shares.
 //
-// Window tuning (tinylfu): one tuner for the whole cache
-// (detail::shared_window_tuner: the ghosts of min(capacity, 1024) entries
-// over a hash sample of every shard's keys, under a lock of its own taken
-// only for sampled keys); each shard follows the window percent it chooses.
-// With max_bytes, the tuner's largest size is set aside before the shards'
-// share is computed.
+// Window tuning (tinylfu, from 64 entries in all): one tuner for the whole
+// cache (detail::shared_window_tuner: the ghosts of min(capacity, 1024)
+// entries over a hash sample of every shard's keys, under a lock of its own
+// tried only for sampled keys); each shard follows the window percent it
+// chooses.
 //
 // Single-flight loading: get_or_load() on a missing key registers an
 // in-flight record (on the loading thread's stack, no allocation) before
@@ -47,11 +47,20 @@ namespace detail {
 struct no_shared_tuner {
   static constexpr std::size_t align = 1;
   static constexpr std::size_t bytes_for(std::size_t) noexcept { return 0; }
-  static constexpr std::size_t max_bytes() noexcept { return 0; }
   void attach(void*, std::size_t) noexcept {}
   void detach() noexcept {}
   void clear() noexcept {}
   unsigned percent() const noexcept { return 0; }
+};
+// The policy selector a shard runs: Policy::shard_selector, or Policy.
+template <class Policy>
+struct shard_selector_of {
+  using type = Policy;
+};
+template <class Policy>
+  requires requires { typename Policy::shard_selector; }
+struct shard_selector_of<Policy> {
+  using type = typename Policy::shard_selector;
 };
 template <class P>
 struct shared_tuner_of {
@@ -74,8 +83,9 @@ struct sharded_cache_options {
 template <class K, class V, class Policy = tinylfu, class Hash = std::hash<K>, class Eq = std::equal_to<K>>
 class sharded_cache {
  public:
-  // Each shard runs Policy::shard_selector (tinylfu's follows the shared tuner).
-  using shard_cache = basic_cache<K, V, typename Policy::shard_selector, Hash, Eq>;
+  // Each shard runs Policy::shard_selector when there is one (tinylfu's
+  // follows the shared tuner), else Policy.
+  using shard_cache = basic_cache<K, V, typename detail::shard_selector_of<Policy>::type, Hash, Eq>;
   using tuner_type = typename detail::shared_tuner_of<typename shard_cache::policy_type>::type;
   static constexpr bool shares_tuner = !std::is_same_v<tuner_type, detail::no_shared_tuner>;
   using hashed_key = detail::hashed_key;
@@ -118,14 +128,12 @@ class sharded_cache {
                                   std::to_string(options.max_entries) + " is below the shard count " +
                                   std::to_string(n));
     const std::uint64_t array_bytes = n * sizeof(shard);
-    // With max_bytes the tuner's largest size is set aside (its size follows
-    // the capacity, which follows from what is left).
-    const std::uint64_t fixed = array_bytes + tuner_type::max_bytes();
-    if (options.max_bytes != 0 && options.max_bytes <= fixed)
+    if (options.max_bytes != 0 && options.max_bytes <= array_bytes)
       throw std::invalid_argument("sharded_cache '" + name_ + "': max_bytes " + std::to_string(options.max_bytes) +
-                                  " does not exceed the shard array" +
-                                  (tuner_type::max_bytes() != 0 ? std::string(" and the window tuner") : std::string()) +
-                                  " (" + std::to_string(fixed) + " bytes)");
+                                  " does not exceed the shard array (" + std::to_string(array_bytes) + " bytes)");
+    bool tuner_fits = true;
+    const std::uint64_t shard_bytes =
+        options.max_bytes == 0 ? 0 : shard_bytes_for(options.max_bytes - array_bytes, n, tuner_fits);
     if (options.track) {
       tracker_.emplace(name_, "cache", upstream);
       res_ = &*tracker_;
@@ -138,12 +146,12 @@ class sharded_cache {
       for (; built < n; ++built) {
         cache_options o;
         o.track = false;
-        if (options.max_bytes != 0) o.max_bytes = (options.max_bytes - fixed) / n;
+        if (options.max_bytes != 0) o.max_bytes = shard_bytes;
         if (options.max_entries != 0) o.max_entries = options.max_entries / n + (built < options.max_entries % n ? 1 : 0);
         ::new (static_cast<void*>(shards_ + built)) shard(name_, o, res_, hash_, eq_);
       }
       shard_count_ = static_cast<std::uint32_t>(n);
-      tuner_bytes_ = tuner_type::bytes_for(capacity());
+      tuner_bytes_ = tuner_fits ? tuner_type::bytes_for(capacity()) : 0;
       if (tuner_bytes_ != 0) tuner_memory_ = res_->allocate(tuner_bytes_, tuner_type::align);
     } catch (...) {
       for (std::size_t k = 0; k < built; ++k) shards_[k].~shard();
@@ -321,6 +329,30 @@ class sharded_cache {
     shard_cache cache;
     flight* flights = nullptr;
   };
+
+  // The byte bound of each of n shards so that the shards and the tuner
+  // their total capacity needs fit in `bytes`: the largest per-shard capacity
+  // c with n x footprint(c) + tuner(n x c) <= bytes (both grow with c). When
+  // not even one entry per shard fits beside a tuner, the shards share
+  // `bytes` without one (tuner_fits false).
+  static std::uint64_t shard_bytes_for(std::uint64_t bytes, std::size_t n, bool& tuner_fits) noexcept {
+    tuner_fits = true;
+    if constexpr (!shares_tuner) {
+      return bytes / n;
+    } else {
+      std::size_t lo = 0, hi = shard_cache::capacity_for_bytes(bytes / n);
+      while (lo < hi) {
+        const std::size_t mid = lo + (hi - lo + 1) / 2;
+        if (n * shard_cache::footprint_bytes(mid) + tuner_type::bytes_for(n * mid) <= bytes) lo = mid;
+        else hi = mid - 1;
+      }
+      if (lo == 0) {
+        tuner_fits = false;
+        return bytes / n;
+      }
+      return shard_cache::footprint_bytes(lo);
+    }
+  }
 
   shard& shard_for(hashed_key h) const noexcept {
     return shards_[(static_cast<std::uint64_t>(h.low()) * shard_count_) >> 32];

@@ -31,7 +31,8 @@
 // every key is as frequent as the others, that churned the main segment; the
 // candidate's count, from the sketch, is also raised by collisions while the
 // cached entries' counts are exact. docs/cache.md has the measurements.)
-// When the window holds less than its share (after erasures) the back of the
+// When the window holds less than its share (after erasures, or after the
+// window tuner grew it) the back of the
 // main segment is evicted without a duel.
 // Most candidates lose (docs/cache.md has the share, measured with the earlier
 // duel against the sample's least), so the bar (the back's
@@ -90,6 +91,9 @@ template <class Links, unsigned WindowPercent = 1, unsigned SampleFactor = 20, b
           bool AdmitAgainstBack = true, bool SharedTuner = false>
 class tinylfu_policy {
   static_assert(WindowPercent < 100 && VictimSample >= 1 && SampleFactor >= 1);
+  // The tuner starts at its first window (1%); a cache starting elsewhere
+  // would keep that window until a ghost led the 1% one.
+  static_assert(!AdaptiveWindow || WindowPercent == 1, "a tuned window starts at 1% (AdaptiveWindow = false for others)");
 
  public:
   // The policy the ghosts run: this one with a fixed window.
@@ -108,9 +112,9 @@ class tinylfu_policy {
     sketch_.configure(capacity);
   }
   // The sketch's counters and the window tuner's ghosts, allocated by the
-  // cache with its table (the ghosts only from tune_min_capacity entries).
+  // cache with its table (the ghosts only from window_tuner_min_capacity entries).
   static constexpr std::size_t memory_bytes(std::size_t capacity, std::uint32_t slot_count) noexcept {
-    const std::size_t tuner = tuner_type::bytes_for(capacity >= tune_min_capacity ? capacity : 0);
+    const std::size_t tuner = tuner_type::bytes_for(capacity);
     return tuner == 0 ? sketch_bytes(slot_count) : tuner_offset(slot_count) + tuner;
   }
   static constexpr std::size_t memory_align = frequency_sketch<SampleFactor, Conservative>::align;
@@ -118,7 +122,8 @@ class tinylfu_policy {
   void attach_memory(void* memory, std::uint32_t slot_count) noexcept {
     sketch_.attach(memory, slot_count);
     if constexpr (owns_tuner)
-      if (capacity_ >= tune_min_capacity) tuner_.attach(static_cast<unsigned char*>(memory) + tuner_offset(slot_count), capacity_);
+      if (tuner_type::bytes_for(capacity_) != 0)
+        tuner_.attach(static_cast<unsigned char*>(memory) + tuner_offset(slot_count), capacity_);
   }
   void detach_memory() noexcept {
     sketch_.detach();
@@ -290,10 +295,10 @@ class tinylfu_policy {
 
   // The window tuner (AdaptiveWindow): ghosts of this policy with fixed
   // windows, over a sample of the keys; an epoch's end may move the window.
-  // Caches under tune_min_capacity entries keep the fixed window. With
-  // SharedTuner (a sharded_cache's shards) the tuner is the cache's, shared
-  // by every shard (share_tuner()), and this policy follows its choice.
-  static constexpr std::size_t tune_min_capacity = 64;
+  // Caches under detail::window_tuner_min_capacity entries keep the fixed
+  // window. With SharedTuner (a sharded_cache's shards) the tuner is the
+  // cache's, shared by every shard (share_tuner()), and this policy follows
+  // its choice.
   static constexpr bool owns_tuner = AdaptiveWindow && !SharedTuner;
   using tuner_type = std::conditional_t<owns_tuner, detail::window_tuner<ghost_selector>, detail::no_window_tuner>;
   static constexpr std::size_t sketch_bytes(std::uint32_t slot_count) noexcept {
@@ -464,5 +469,8 @@ struct basic_tinylfu {
   static constexpr std::string_view name = "tinylfu";
 };
 using tinylfu = basic_tinylfu<>;
+// W-TinyLFU with its window fixed at 1%: no window tuner, so no ghost memory
+// (for small caches, where the ghosts cost more per entry: docs/cache.md).
+using tinylfu_fixed_window = basic_tinylfu<1, 20, true, 8, true, true, false>;
 
 }  // namespace arenastat

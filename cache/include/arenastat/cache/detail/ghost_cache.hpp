@@ -4,10 +4,12 @@
 // sample of the keys (a miniature simulation: Waldspurger et al., "Cache
 // Modeling and Optimization using Miniature Simulations", USENIX ATC 2017).
 //
-// Same decisions as basic_cache<K, V, Selector> given the same 32-bit hashes
-// (a test compares them access by access): an access that misses is recorded,
-// then the policy's victim leaves (once full) and the key enters; a hit is a
-// counted hit. The table has basic_cache's slot count (so the policy's sketch
+// Same decisions as basic_cache<K, V, Selector> running get_or_load() on the
+// same 32-bit hashes (a test compares them access by access): an access that
+// misses is recorded, then the policy's victim leaves (once full) and the key
+// enters; a hit is a counted hit. (A put() of a new key records after the
+// eviction: the two can then differ when that record completes a sketch
+// halving.) The table has basic_cache's slot count (so the policy's sketch
 // has the same geometry) with plain linear probing; two keys of equal hash
 // are one key here (a ghost only estimates).
 //

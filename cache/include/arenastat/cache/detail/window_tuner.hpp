@@ -44,6 +44,9 @@
 
 namespace arenastat::detail {
 
+// Caches under this many entries keep their window fixed (no ghosts).
+inline constexpr std::size_t window_tuner_min_capacity = 64;
+
 template <class GhostSelector>
 class window_tuner {
  public:
@@ -57,8 +60,15 @@ class window_tuner {
   static constexpr std::uint32_t ghost_entries(std::size_t capacity) noexcept {
     return static_cast<std::uint32_t>(capacity < max_ghost_entries ? capacity : max_ghost_entries);
   }
+  // 0 under window_tuner_min_capacity: no tuner.
   static constexpr std::size_t bytes_for(std::size_t capacity) noexcept {
-    return capacity == 0 ? 0 : ghost_count * ghost::bytes_for(ghost_entries(capacity));
+    return capacity < window_tuner_min_capacity ? 0 : ghost_count * ghost::bytes_for(ghost_entries(capacity));
+  }
+  static constexpr std::uint32_t sample_multiplier = 0x9E3779B1u;  // odd: a bijection of the hashes
+  // The sample's bound for a capacity: (h * sample_multiplier) < it.
+  static constexpr std::uint64_t threshold_for(std::size_t capacity) noexcept {
+    const std::uint32_t m = ghost_entries(capacity);
+    return m == capacity ? (std::uint64_t{1} << 32) : (std::uint64_t{m} << 32) / capacity;
   }
 
   // Starts over bytes_for(capacity) bytes at `memory` (64-byte aligned).
@@ -70,7 +80,7 @@ class window_tuner {
       ghosts_[g].attach(base + g * ghost::bytes_for(m), m, w);
     }
     // Sampled: (h * odd) < threshold_, a share m / capacity of the hashes.
-    threshold_ = m == capacity ? (std::uint64_t{1} << 32) : (std::uint64_t{m} << 32) / capacity;
+    threshold_ = threshold_for(capacity);
     epoch_ = epoch_factor * m;
     reset_scores();
   }
@@ -105,8 +115,6 @@ class window_tuner {
   bool sampled(std::uint32_t h) const noexcept { return std::uint64_t{h * sample_multiplier} < threshold_; }
 
  private:
-  static constexpr std::uint32_t sample_multiplier = 0x9E3779B1u;  // odd: a bijection of the hashes
-
   unsigned end_epoch() noexcept {
     sampled_ = 0;
     ++epochs_;
@@ -152,39 +160,47 @@ class window_tuner {
 namespace arenastat::detail {
 
 // One window tuner for every shard of a sharded_cache. Shards under their own
-// locks report accesses to sampled keys here (sampled() needs no lock: the
-// threshold is set before the shards run); the ghosts are updated under this
-// tuner's own lock, taken only for sampled keys (a share ghost_entries /
-// capacity of them), and the chosen percent is published for every shard to
-// follow (percent(), a relaxed load of a line written once per change).
-// A shard's lock may be held while this one is taken, never the other way.
+// locks report accesses to sampled keys here (sampled() needs no lock: its
+// bound is set before the shards run and kept on a line of its own, beside the
+// published percent); the ghosts are updated under this tuner's own lock, for
+// sampled keys only (a share ghost_entries / capacity of them), and the chosen
+// percent is published for every shard to follow (percent(), a relaxed load
+// of a line written once per change). The lock is only tried: an access that
+// finds it held is not simulated (the ghosts then miss a few accesses under
+// contention, and no thread ever waits for the tuner). A shard's lock may be
+// held while this one is tried, never the other way.
 template <class GhostSelector>
 class shared_window_tuner {
  public:
   using tuner_type = window_tuner<GhostSelector>;
   static constexpr std::size_t align = tuner_type::align;
   static constexpr std::size_t bytes_for(std::size_t capacity) noexcept { return tuner_type::bytes_for(capacity); }
-  // The most bytes_for() gives for any capacity.
-  static constexpr std::size_t max_bytes() noexcept { return tuner_type::bytes_for(tuner_type::max_ghost_entries); }
 
   // Before any shard runs; `capacity`: the whole cache's.
   void attach(void* memory, std::size_t capacity) noexcept {
     tuner_.attach(memory, capacity);
-    percent_.store(tuner_.chosen_percent(), std::memory_order_relaxed);
+    published_.threshold = tuner_type::threshold_for(capacity);
+    published_.percent.store(tuner_.chosen_percent(), std::memory_order_relaxed);
   }
-  void detach() noexcept { tuner_.detach(); }
+  void detach() noexcept {
+    tuner_.detach();
+    published_.threshold = 0;
+  }
 
-  bool sampled(std::uint32_t h) const noexcept { return tuner_.sampled(h); }
-  // A counted access to a sampled key.
-  void observe(std::uint32_t h) noexcept {
-    std::lock_guard lk(mu_);
-    if (const unsigned p = tuner_.observe(h)) percent_.store(p, std::memory_order_relaxed);
+  bool sampled(std::uint32_t h) const noexcept {
+    return std::uint64_t{h * tuner_type::sample_multiplier} < published_.threshold;
   }
-  unsigned percent() const noexcept { return percent_.load(std::memory_order_relaxed); }
+  // A counted access to a sampled key (skipped when another thread holds the lock).
+  void observe(std::uint32_t h) noexcept {
+    if (!mu_.try_lock()) return;
+    std::lock_guard lk(mu_, std::adopt_lock);
+    if (const unsigned p = tuner_.observe(h)) published_.percent.store(p, std::memory_order_relaxed);
+  }
+  unsigned percent() const noexcept { return published_.percent.load(std::memory_order_relaxed); }
   void clear() noexcept {
     std::lock_guard lk(mu_);
     tuner_.clear();
-    percent_.store(tuner_.chosen_percent(), std::memory_order_relaxed);
+    published_.percent.store(tuner_.chosen_percent(), std::memory_order_relaxed);
   }
   std::uint64_t epochs() const noexcept {
     std::lock_guard lk(mu_);
@@ -194,7 +210,12 @@ class shared_window_tuner {
  private:
   mutable shard_mutex mu_;
   tuner_type tuner_;
-  alignas(64) std::atomic<unsigned> percent_{0};
+  // Read by every shard on every access, written once per change: apart from
+  // the ghosts' counters, which sampled accesses write.
+  struct alignas(64) read_mostly {
+    std::atomic<unsigned> percent{0};
+    std::uint64_t threshold = 0;
+  } published_;
 };
 
 }  // namespace arenastat::detail
