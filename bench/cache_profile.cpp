@@ -153,6 +153,9 @@ void run(Cache& c, const options& o) {
     for (double r : window_rate) std::printf(" %.2f", r * 100);
     std::printf("\n");
   }
+  if constexpr (requires { c.policy().window_adjustments(); })
+    std::printf("window: %zu entries, %llu changes by the window tuner\n", c.policy().window_max(),
+                static_cast<unsigned long long>(c.policy().window_adjustments()));
 }
 
 }  // namespace
