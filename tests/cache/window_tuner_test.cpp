@@ -297,11 +297,13 @@ TEST_CASE("sharded tinylfu: every shard follows the one tuner of the cache", "[c
   CHECK(tuned.window_percent() == 1);
 }
 
-TEST_CASE("sharded tinylfu: threads feeding the shared tuner agree with one thread's choice",
+TEST_CASE("sharded tinylfu: threads feeding the shared tuner move it off 1% on recency streams",
           "[cache][tuner][sharded][threads]") {
-  // Two threads each replay half of a recency-biased stream (keys apart):
-  // every sampled access takes the tuner's lock under a shard's lock; the
-  // tuner still ends at 99% and every count adds up.
+  // Two threads each replay a recency-biased stream (keys apart) at once:
+  // sampled accesses try the tuner's lock under a shard's lock (a busy tuner
+  // skips the sample), so which large window wins depends on the
+  // interleaving; on these streams 1% and 20% lose by far (above: more than
+  // 10 points at 1%), so the choice ends at 50% or 99%, and every count adds up.
   const std::vector<u64> keys = recency_keys(200'000);
   sharded_tinylfu_cache<u64, u64> c{"test.tuner.sharded.threads", {.max_entries = 2'000, .shards = 4}};
   // (2,000 entries for two disjoint streams of the 1,000-entry test's shape.)
@@ -313,7 +315,7 @@ TEST_CASE("sharded tinylfu: threads feeding the shared tuner agree with one thre
   for (auto& th : pool) th.join();
   const auto s = c.stats();
   CHECK(s.hits + s.misses == 2 * keys.size());
-  CHECK(c.window_percent() == 99);
+  CHECK(c.window_percent() >= 50);
 }
 
 TEST_CASE("tinylfu: under a byte bound the ghosts take their room from entries", "[cache][tuner][layout]") {
