@@ -338,3 +338,24 @@ TEST_CASE("tinylfu: under a byte bound the ghosts take their room from entries",
   CHECK(tuned::capacity_for_bytes(100'000) == 792);  // docs/cache.md quotes these two
   CHECK(fixed::capacity_for_bytes(100'000) == 2'884);
 }
+
+TEST_CASE("tinylfu: a tuned window may start elsewhere than 1%", "[cache][tuner]") {
+  // basic_tinylfu<5> starts at 5% (50 of 1000 entries), compared first with
+  // the nearest ghost (1%); the recency stream moves it to 99% like the
+  // default; clear() goes back to 5%. Sharded: the shards start at 5% too.
+  using tuned5 = basic_tinylfu<5>;
+  basic_cache<u64, u64, tuned5> c{"test.tuner.start5", {.max_entries = 1'000}};
+  c.put(0, 0);
+  CHECK(c.policy().window_max() == 50);
+  CHECK(c.policy().tuner().chosen_percent() == 1);
+  replay(c, recency_keys(400'000));
+  CHECK(c.policy().window_max() == 990);
+  c.clear();
+  CHECK(c.policy().window_max() == 50);
+  sharded_cache<u64, u64, tuned5> s{"test.tuner.start5.sharded", {.max_entries = 1'000, .shards = 4}};
+  CHECK(s.window_percent() == 5);
+  replay(s, recency_keys(400'000));
+  CHECK(s.window_percent() == 99);
+  s.clear();
+  CHECK(s.window_percent() == 5);
+}

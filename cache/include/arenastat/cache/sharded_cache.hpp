@@ -47,7 +47,7 @@ namespace detail {
 struct no_shared_tuner {
   static constexpr std::size_t align = 1;
   static constexpr std::size_t bytes_for(std::size_t) noexcept { return 0; }
-  void attach(void*, std::size_t) noexcept {}
+  void attach(void*, std::size_t, unsigned) noexcept {}
   void detach() noexcept {}
   void clear() noexcept {}
   unsigned percent() const noexcept { return 0; }
@@ -158,10 +158,11 @@ class sharded_cache {
       res_->deallocate(shards_, n * sizeof(shard), alignof(shard));
       throw;
     }
-    if (tuner_memory_ != nullptr) {
-      tuner_.attach(tuner_memory_, capacity());
-      if constexpr (shares_tuner)
+    if constexpr (shares_tuner) {
+      if (tuner_memory_ != nullptr) {
+        tuner_.attach(tuner_memory_, capacity(), shard_cache::policy_type::initial_window_percent);
         for (std::uint32_t k = 0; k < shard_count_; ++k) shards_[k].cache.mutable_policy().share_tuner(&tuner_);
+      }
     }
   }
 

@@ -91,11 +91,11 @@ template <class Links, unsigned WindowPercent = 1, unsigned SampleFactor = 20, b
           bool AdmitAgainstBack = true, bool SharedTuner = false>
 class tinylfu_policy {
   static_assert(WindowPercent < 100 && VictimSample >= 1 && SampleFactor >= 1);
-  // The tuner starts at its first window (1%); a cache starting elsewhere
-  // would keep that window until a ghost led the 1% one.
-  static_assert(!AdaptiveWindow || WindowPercent == 1, "a tuned window starts at 1% (AdaptiveWindow = false for others)");
 
  public:
+  // The window before the tuner's first change (the shared tuner publishes it
+  // first, too).
+  static constexpr unsigned initial_window_percent = WindowPercent;
   // The policy the ghosts run: this one with a fixed window.
   using ghost_selector = basic_tinylfu<1, SampleFactor, Conservative, VictimSample, SampleFloor, SkipStillHandBack,
                                        false, AdmitAgainstBack, false>;
@@ -123,7 +123,7 @@ class tinylfu_policy {
     sketch_.attach(memory, slot_count);
     if constexpr (owns_tuner)
       if (tuner_type::bytes_for(capacity_) != 0)
-        tuner_.attach(static_cast<unsigned char*>(memory) + tuner_offset(slot_count), capacity_);
+        tuner_.attach(static_cast<unsigned char*>(memory) + tuner_offset(slot_count), capacity_, WindowPercent);
   }
   void detach_memory() noexcept {
     sketch_.detach();

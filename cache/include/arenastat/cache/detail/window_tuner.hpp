@@ -19,8 +19,8 @@
 // windows are equal (a paired test, McNemar's: only the accesses on which
 // they disagree count). On a Zipfian workload the windows differ by less than
 // that, and flapping between them cost hits and moved entries for nothing.
-// After a change the sums start over. The cache starts at 1%
-// (window_percents()[0]).
+// After a change the sums start over. The cache starts at its own window
+// (1% by default), compared first with the ghost of the nearest window.
 //
 // Why these four: on the workloads of docs/cache.md the best fixed window
 // was 1% on loops and frequency-biased traces, 99% (about LRU) on
@@ -72,7 +72,10 @@ class window_tuner {
   }
 
   // Starts over bytes_for(capacity) bytes at `memory` (64-byte aligned).
-  void attach(void* memory, std::size_t capacity) noexcept {
+  // start_percent: the cache's window until the first change; the ghost it
+  // is compared with first is the one of the nearest window.
+  void attach(void* memory, std::size_t capacity, unsigned start_percent = 1) noexcept {
+    start_ = nearest(start_percent);
     const std::uint32_t m = ghost_entries(capacity);
     auto* base = static_cast<unsigned char*>(memory);
     for (std::size_t g = 0; g < ghost_count; ++g) {
@@ -107,7 +110,8 @@ class window_tuner {
     return end_epoch();
   }
 
-  // The window percent chosen last (window_percents()[0] before any epoch).
+  // The window percent chosen last (before any change: the window nearest
+  // the start percent, whose ghost the others are compared with).
   unsigned chosen_percent() const noexcept { return window_percents()[chosen_]; }
   std::uint64_t epochs() const noexcept { return epochs_; }
   const ghost& ghost_at(std::size_t g) const noexcept { return ghosts_[g]; }
@@ -139,10 +143,20 @@ class window_tuner {
     won_ = lost_ = {};  // the counts were against the previous choice
     return window_percents()[best];
   }
+  static std::size_t nearest(unsigned percent) noexcept {
+    const auto distance = [percent](std::size_t i) {
+      const unsigned w = window_percents()[i];
+      return w > percent ? w - percent : percent - w;
+    };
+    std::size_t best = 0;
+    for (std::size_t g = 1; g < ghost_count; ++g)
+      if (distance(g) < distance(best)) best = g;
+    return best;
+  }
   void reset_scores() noexcept {
     won_ = lost_ = wins_ = losses_ = {};
     sampled_ = 0;
-    chosen_ = 0;
+    chosen_ = start_;
     epochs_ = 0;
   }
 
@@ -152,7 +166,7 @@ class window_tuner {
   // same summed over epochs, halved at each epoch's end.
   std::array<std::uint64_t, ghost_count> wins_{}, losses_{}, won_{}, lost_{};
   std::uint64_t threshold_ = 0, epoch_ = 0, sampled_ = 0, epochs_ = 0;
-  std::size_t chosen_ = 0;
+  std::size_t chosen_ = 0, start_ = 0;
 };
 
 }  // namespace arenastat::detail
@@ -177,10 +191,12 @@ class shared_window_tuner {
   static constexpr std::size_t bytes_for(std::size_t capacity) noexcept { return tuner_type::bytes_for(capacity); }
 
   // Before any shard runs; `capacity`: the whole cache's.
-  void attach(void* memory, std::size_t capacity) noexcept {
-    tuner_.attach(memory, capacity);
+  // start_percent: the shards' window until the first change.
+  void attach(void* memory, std::size_t capacity, unsigned start_percent) noexcept {
+    tuner_.attach(memory, capacity, start_percent);
+    start_percent_ = start_percent;
     published_.threshold = tuner_type::threshold_for(capacity);
-    published_.percent.store(tuner_.chosen_percent(), std::memory_order_relaxed);
+    published_.percent.store(start_percent, std::memory_order_relaxed);
   }
   void detach() noexcept {
     tuner_.detach();
@@ -200,7 +216,7 @@ class shared_window_tuner {
   void clear() noexcept {
     std::lock_guard lk(mu_);
     tuner_.clear();
-    published_.percent.store(tuner_.chosen_percent(), std::memory_order_relaxed);
+    published_.percent.store(start_percent_, std::memory_order_relaxed);
   }
   std::uint64_t epochs() const noexcept {
     std::lock_guard lk(mu_);
@@ -210,6 +226,7 @@ class shared_window_tuner {
  private:
   mutable shard_mutex mu_;
   tuner_type tuner_;
+  unsigned start_percent_ = 1;
   // Read by every shard on every access, written once per change: apart from
   // the ghosts' counters, which sampled accesses write.
   struct alignas(64) read_mostly {
