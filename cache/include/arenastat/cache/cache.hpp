@@ -62,6 +62,7 @@
 #include <utility>
 
 #include "arenastat/cache/detail/index_list.hpp"
+#include "arenastat/cache/detail/hashed_key.hpp"
 #include "arenastat/cache/detail/home_slot.hpp"
 #include "arenastat/cache/hash.hpp"
 #include "arenastat/cache/lru_policy.hpp"
@@ -104,18 +105,6 @@ struct cache_node {
   std::uint32_t next = 0;  // 24-bit index, policy state in the top 8 bits
   cache_node() noexcept {}
   ~cache_node() {}
-};
-
-// The table and the sketch use a 32-bit hash with these low bits cleared
-// (the slot's tag is taken above them).
-inline constexpr std::uint32_t policy_bits = 7u;
-
-// The mixed 64-bit hash of a key. The table uses the high 32 bits (the policy
-// bits cleared); sharded_cache the low 32.
-struct hashed_key {
-  std::uint64_t full;
-  std::uint32_t h32() const noexcept { return static_cast<std::uint32_t>(full >> 32) & ~policy_bits; }
-  std::uint32_t low() const noexcept { return static_cast<std::uint32_t>(full); }
 };
 
 template <class K, class Hash>
@@ -386,13 +375,13 @@ class basic_cache {
     const std::uint32_t pos = slots_ ? find(h.h32(), key) : npos;
     if (pos == npos) {
       prefetch_likely_victim();
-      policy_.record(h.h32());
+      policy_.record(h);
       ++misses_;
       return std::nullopt;
     }
     ++hits_;
     const std::uint32_t i = slot_index(slot(pos));
-    policy_.on_hit(i, h.h32(), true);
+    policy_.on_hit(i, h, true);
     return store_.at(i).value;
   }
 
@@ -403,14 +392,14 @@ class basic_cache {
       if (pos != npos) {
         const std::uint32_t i = slot_index(slot(pos));
         store_.at(i).value = std::move(value);
-        policy_.on_hit(i, h32, record);
+        policy_.on_hit(i, h, record);
         return true;
       }
     }
     ensure_tables();  // may throw: nothing stored yet
     if (!can_insert(h32)) {
       ++rejected_;
-      if (record) policy_.record(h32);
+      if (record) policy_.record(h);
       return false;
     }
     std::uint32_t i;
@@ -427,7 +416,7 @@ class basic_cache {
       --size_;
       ++evictions_;
     }
-    if (record) policy_.record(h32);
+    if (record) policy_.record(h);
     node& n = store_.at(i);
     std::construct_at(std::addressof(n.key), std::move(key));
     std::construct_at(std::addressof(n.value), std::move(value));

@@ -13,10 +13,11 @@
 //                                               table (and accounted); configure() first
 //   void attach_memory(void* p, std::uint32_t slot_count) noexcept
 //   void detach_memory() noexcept               before that memory is freed
-//   void record(std::uint32_t h) noexcept       an access to a key not in the cache
-//                                               (a miss, or a put inserting it)
-//   void on_hit(std::uint32_t i, std::uint32_t h, bool counted) noexcept
-//                                               entry i (hash h) was found (a get, or a put
+//   void record(detail::hashed_key k) noexcept  an access to a key not in the cache
+//                                               (a miss, or a put inserting it); k: its
+//                                               whole hash (k.h32() the table's)
+//   void on_hit(std::uint32_t i, detail::hashed_key k, bool counted) noexcept
+//                                               entry i (hash k) was found (a get, or a put
 //                                               replacing its value); counted: the access
 //                                               counts toward its frequency (false for the
 //                                               store that follows a read-through load)
@@ -38,6 +39,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "arenastat/cache/detail/hashed_key.hpp"
 #include "arenastat/cache/detail/index_list.hpp"
 
 namespace arenastat {
@@ -53,10 +55,10 @@ class lru_policy {
   void attach_memory(void*, std::uint32_t) noexcept {}
   void detach_memory() noexcept {}
 
-  void record(std::uint32_t) noexcept {}
+  void record(detail::hashed_key) noexcept {}
   std::uint32_t likely_victim() const noexcept { return detail::nil_index; }  // no guess: the back's node is cold
   void prefetch(std::uint32_t) const noexcept {}
-  void on_hit(std::uint32_t i, std::uint32_t, bool) noexcept { detail::list_move_to_front(*links_, list_, i); }
+  void on_hit(std::uint32_t i, detail::hashed_key, bool) noexcept { detail::list_move_to_front(*links_, list_, i); }
   void on_insert(std::uint32_t i, std::uint32_t) noexcept { detail::list_push_front(*links_, list_, i); }
   void on_erase(std::uint32_t i, std::uint32_t) noexcept { detail::list_unlink(*links_, list_, i); }
   detail::victim choose_victim() { return {list_.tail, links_->hash(list_.tail)}; }

@@ -68,6 +68,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "arenastat/cache/detail/hashed_key.hpp"
 #include "arenastat/cache/detail/index_list.hpp"
 #include "arenastat/cache/detail/window_tuner.hpp"
 #include "arenastat/cache/frequency_sketch.hpp"
@@ -136,15 +137,15 @@ class tinylfu_policy {
   // Accesses: a key not in the cache is counted in the sketch; a cached
   // entry in its own counter (in the node its lookup loaded), so a hit
   // touches nothing but the table slot and the node.
-  void record(std::uint32_t h) noexcept {
-    if (sketch_.increment(h)) [[unlikely]] halve_entries();
-    if constexpr (AdaptiveWindow) tune(h);
+  void record(detail::hashed_key k) noexcept {
+    if (sketch_.increment(k.h32())) [[unlikely]] halve_entries();
+    if constexpr (AdaptiveWindow) tune(k);
   }
 
   // The entry's state byte is read once and written at most once (a second
   // read right after a byte store would wait for the store to complete).
-  // h: the entry's table hash (for the window tuner's sample).
-  void on_hit(std::uint32_t i, std::uint32_t h, bool counted) noexcept {
+  // k: the entry's hash (for the window tuner).
+  void on_hit(std::uint32_t i, detail::hashed_key k, bool counted) noexcept {
     const std::uint32_t s = links_->state(i);
     const bool adds = counted && (s & count_mask) != count_mask;  // saturated at 15
     const std::uint32_t t = adds ? (s + count_one) | raised_bit : s;
@@ -163,8 +164,8 @@ class tinylfu_policy {
     }
     if (adds && sketch_.count_addition()) [[unlikely]] halve_entries();
     if constexpr (AdaptiveWindow)
-      if (counted) tune(h);
-    (void)h;
+      if (counted) tune(k);
+    (void)k;
   }
 
   // The new entry's counter starts at the sketch's estimate of its key.
@@ -308,14 +309,14 @@ class tinylfu_policy {
   static constexpr std::size_t tuner_offset(std::uint32_t slot_count) noexcept {
     return (sketch_bytes(slot_count) + 63) & ~std::size_t{63};
   }
-  void tune(std::uint32_t h) noexcept {
+  void tune(detail::hashed_key k) noexcept {
     if constexpr (SharedTuner) {
       if (shared_ == nullptr) return;
-      if (shared_->sampled(h)) [[unlikely]] shared_->observe(h);
+      if (shared_->sampled(k)) [[unlikely]] shared_->observe(k);
       const unsigned percent = shared_->percent();
       if (percent != applied_percent_) [[unlikely]] apply_percent(percent);
     } else {
-      if (const unsigned percent = tuner_.observe(h)) [[unlikely]] apply_percent(percent);
+      if (const unsigned percent = tuner_.observe(k)) [[unlikely]] apply_percent(percent);
     }
   }
   [[gnu::noinline]] void apply_percent(unsigned percent) noexcept {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "arenastat/cache/detail/hashed_key.hpp"
 #include "arenastat/cache/detail/home_slot.hpp"
 #include "arenastat/cache/detail/index_list.hpp"
 
@@ -109,16 +110,17 @@ class ghost_cache {
     links_.allocated = 0;
   }
 
-  // One counted access to the key of hash h; true when it hit.
+  // One counted access to the key of table hash h; true when it hit.
   bool access(std::uint32_t h) noexcept {
+    const hashed_key k{std::uint64_t{h} << 32};  // k.h32() == h: h has no policy bits
     std::uint32_t pos = home_slot(h, slot_count_);
     for (std::uint32_t s; (s = slots_[pos]) != 0; pos = advance(pos)) {
       if (links_.nodes[s - 1].key == h) {
-        policy_.on_hit(s - 1, h, true);
+        policy_.on_hit(s - 1, k, true);
         return true;
       }
     }
-    policy_.record(h);
+    policy_.record(k);
     std::uint32_t i;
     if (links_.allocated < entries_) {
       i = links_.allocated++;

@@ -2,7 +2,8 @@
 //
 // Four ghost caches (ghost_cache.hpp) replay the same policy with the window
 // at 1%, 20%, 50% and 99% of their capacity, over a spatial sample of the
-// keys: a key is in the sample when its hash, multiplied by an odd constant,
+// keys: a key is in the sample when the low half of its 64-bit hash (not the
+// table's half, which the ghosts key their entries by), multiplied by an odd constant,
 // falls below a threshold, so the ghosts see every access of rate R of the
 // keys and nothing of the others, and a ghost of R x capacity entries behaves
 // like the whole cache at that window (Waldspurger et al., USENIX ATC 2017).
@@ -40,6 +41,7 @@
 #include <mutex>
 
 #include "arenastat/cache/detail/ghost_cache.hpp"
+#include "arenastat/cache/detail/hashed_key.hpp"
 #include "arenastat/cache/detail/shard_mutex.hpp"
 
 namespace arenastat::detail {
@@ -54,6 +56,10 @@ class window_tuner {
   static constexpr std::array<unsigned, ghost_count> window_percents() noexcept { return {1, 20, 50, 99}; }
   static constexpr std::size_t max_ghost_entries = 1024;
   static constexpr std::size_t epoch_factor = 4;  // sampled accesses per epoch, per ghost entry
+  // The smallest lead worth a change, as a share of the accesses weighed:
+  // 1 point of hit rate (a change moves entries, and a smaller gain is within
+  // what the ghosts' small size gets wrong).
+  static constexpr double min_gain = 0.01;
   using ghost = ghost_cache<GhostSelector>;
   static constexpr std::size_t align = ghost::align;
 
@@ -98,8 +104,9 @@ class window_tuner {
 
   // A counted access to the key of hash h. Returns the window percent the
   // cache should now use when an epoch ended and chose a different one, else 0.
-  unsigned observe(std::uint32_t h) noexcept {
-    if (!sampled(h)) return 0;
+  unsigned observe(hashed_key k) noexcept {
+    if (!sampled(k)) return 0;
+    const std::uint32_t h = k.h32();
     std::array<bool, ghost_count> hit;
     for (std::size_t g = 0; g < ghost_count; ++g) hit[g] = ghosts_[g].access(h);
     for (std::size_t g = 0; g < ghost_count; ++g) {
@@ -116,10 +123,11 @@ class window_tuner {
   std::uint64_t epochs() const noexcept { return epochs_; }
   const ghost& ghost_at(std::size_t g) const noexcept { return ghosts_[g]; }
   // Whether the key of hash h is in the sample (none before attach()).
-  bool sampled(std::uint32_t h) const noexcept { return std::uint64_t{h * sample_multiplier} < threshold_; }
+  bool sampled(hashed_key k) const noexcept { return std::uint64_t{k.low() * sample_multiplier} < threshold_; }
 
  private:
   unsigned end_epoch() noexcept {
+    weight_ = weight_ / 2 + sampled_;
     sampled_ = 0;
     ++epochs_;
     std::size_t best = chosen_;
@@ -136,11 +144,15 @@ class window_tuner {
     }
     // Only the accesses on which the two disagree tell them apart (a paired
     // comparison, McNemar's): a change needs a lead of more than two
-    // standard deviations of that difference under equal windows.
-    if (best == chosen_ || static_cast<double>(best_lead) <= 2 * std::sqrt(static_cast<double>(won_[best] + lost_[best])))
+    // standard deviations of that difference under equal windows, and worth
+    // a change: more than min_gain of the accesses the sums weigh.
+    const double lead = static_cast<double>(best_lead);
+    if (best == chosen_ || lead <= 2 * std::sqrt(static_cast<double>(won_[best] + lost_[best])) ||
+        lead <= min_gain * static_cast<double>(weight_))
       return 0;
     chosen_ = best;
     won_ = lost_ = {};  // the counts were against the previous choice
+    weight_ = 0;
     return window_percents()[best];
   }
   static std::size_t nearest(unsigned percent) noexcept {
@@ -155,6 +167,7 @@ class window_tuner {
   }
   void reset_scores() noexcept {
     won_ = lost_ = wins_ = losses_ = {};
+    weight_ = 0;
     sampled_ = 0;
     chosen_ = start_;
     epochs_ = 0;
@@ -166,6 +179,8 @@ class window_tuner {
   // same summed over epochs, halved at each epoch's end.
   std::array<std::uint64_t, ghost_count> wins_{}, losses_{}, won_{}, lost_{};
   std::uint64_t threshold_ = 0, epoch_ = 0, sampled_ = 0, epochs_ = 0;
+  // The sampled accesses the sums weigh (halved with them at each epoch's end).
+  std::uint64_t weight_ = 0;
   std::size_t chosen_ = 0, start_ = 0;
 };
 
@@ -203,14 +218,14 @@ class shared_window_tuner {
     published_.threshold = 0;
   }
 
-  bool sampled(std::uint32_t h) const noexcept {
-    return std::uint64_t{h * tuner_type::sample_multiplier} < published_.threshold;
+  bool sampled(hashed_key k) const noexcept {
+    return std::uint64_t{k.low() * tuner_type::sample_multiplier} < published_.threshold;
   }
   // A counted access to a sampled key (skipped when another thread holds the lock).
-  void observe(std::uint32_t h) noexcept {
+  void observe(hashed_key k) noexcept {
     if (!mu_.try_lock()) return;
     std::lock_guard lk(mu_, std::adopt_lock);
-    if (const unsigned p = tuner_.observe(h)) published_.percent.store(p, std::memory_order_relaxed);
+    if (const unsigned p = tuner_.observe(k)) published_.percent.store(p, std::memory_order_relaxed);
   }
   unsigned percent() const noexcept { return published_.percent.load(std::memory_order_relaxed); }
   void clear() noexcept {
