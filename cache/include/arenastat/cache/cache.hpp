@@ -207,7 +207,7 @@ class basic_cache {
   static constexpr std::size_t table_align = alignof(std::uint32_t);
 
   // Table slots for a capacity (load factor at most 3/4).
-  static constexpr std::size_t slot_count_for(std::size_t capacity) noexcept { return capacity + capacity / 3 + 1; }
+  static constexpr std::size_t slot_count_for(std::size_t capacity) noexcept { return detail::slot_count_for(capacity); }
   // Bytes of the table for a slot count.
   static constexpr std::uint64_t table_bytes_for(std::size_t slots) noexcept {
     return std::uint64_t{slots} * sizeof(std::uint32_t);

@@ -69,7 +69,9 @@ class ghost_cache {
   ghost_cache& operator=(const ghost_cache&) = delete;
 
   // basic_cache's slot count for a capacity (load factor at most 3/4).
-  static constexpr std::uint32_t slots_for(std::uint32_t entries) noexcept { return entries + entries / 3 + 1; }
+  static constexpr std::uint32_t slots_for(std::uint32_t entries) noexcept {
+    return static_cast<std::uint32_t>(slot_count_for(entries));
+  }
   static constexpr std::size_t round64(std::size_t n) noexcept { return (n + 63) & ~std::size_t{63}; }
   static constexpr std::size_t policy_bytes(std::uint32_t entries) noexcept {
     return round64(policy_type::memory_bytes(entries, slots_for(entries)));
@@ -87,12 +89,11 @@ class ghost_cache {
     entries_ = entries;
     slot_count_ = slots_for(entries);
     window_entries_ = window_entries;
-    policy_memory_ = base;
     links_.nodes = reinterpret_cast<ghost_node*>(base + policy_bytes(entries));
     slots_ = reinterpret_cast<std::uint32_t*>(base + policy_bytes(entries) +
                                               round64(std::size_t{entries} * sizeof(ghost_node)));
     policy_.configure(entries);
-    policy_.attach_memory(policy_memory_, slot_count_);
+    policy_.attach_memory(base, slot_count_);
     clear();  // the policy's lists too (a ghost detached and attached again)
   }
   void detach() noexcept {
@@ -174,7 +175,6 @@ class ghost_cache {
   ghost_links links_;
   policy_type policy_;
   std::uint32_t* slots_ = nullptr;
-  void* policy_memory_ = nullptr;
   std::uint32_t entries_ = 0;
   std::uint32_t slot_count_ = 0;
   std::size_t window_entries_ = 1;

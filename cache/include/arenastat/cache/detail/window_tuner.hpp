@@ -105,8 +105,11 @@ class window_tuner {
   // A counted access to the key of hash h. Returns the window percent the
   // cache should now use when an epoch ended and chose a different one, else 0.
   unsigned observe(hashed_key k) noexcept {
-    if (!sampled(k)) return 0;
-    const std::uint32_t h = k.h32();
+    if (!sampled(k)) [[likely]] return 0;
+    return observe_sampled(k.h32());
+  }
+  // The same for a key known to be sampled (out of line: the ghosts' work).
+  [[gnu::noinline]] unsigned observe_sampled(std::uint32_t h) noexcept {
     std::array<bool, ghost_count> hit;
     for (std::size_t g = 0; g < ghost_count; ++g) hit[g] = ghosts_[g].access(h);
     for (std::size_t g = 0; g < ghost_count; ++g) {
@@ -225,7 +228,7 @@ class shared_window_tuner {
   void observe(hashed_key k) noexcept {
     if (!mu_.try_lock()) return;
     std::lock_guard lk(mu_, std::adopt_lock);
-    if (const unsigned p = tuner_.observe(k)) published_.percent.store(p, std::memory_order_relaxed);
+    if (const unsigned p = tuner_.observe_sampled(k.h32())) published_.percent.store(p, std::memory_order_relaxed);
   }
   unsigned percent() const noexcept { return published_.percent.load(std::memory_order_relaxed); }
   void clear() noexcept {
