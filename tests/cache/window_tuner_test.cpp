@@ -154,6 +154,30 @@ TEST_CASE("window tuner: the sample is ghost_entries / capacity of the keys", "[
   CHECK(small.policy().tuner().ghost_at(3).entries() == 1'000);
 }
 
+TEST_CASE("window tuner: a change needs a lead of 3 standard deviations and 1% of the weight", "[cache][tuner]") {
+  using T = detail::window_tuner<fixed_tinylfu<1>>;
+  // 100 disagreements: sd 10, so the lead must exceed 30 (won 66, lost 34 is
+  // 32; won 65, lost 35 is exactly 30 and not enough).
+  CHECK(T::worth_change(66, 34, 1'000));
+  CHECK_FALSE(T::worth_change(65, 35, 1'000));
+  // The same lead, but over 3,200 weighed accesses: 1% is 32, and 32 is not more.
+  CHECK_FALSE(T::worth_change(66, 34, 3'200));
+  CHECK(T::worth_change(66, 34, 3'199));
+  // Never for a ghost behind or level with the choice.
+  CHECK_FALSE(T::worth_change(50, 50, 0));
+  CHECK_FALSE(T::worth_change(0, 40, 0));
+}
+
+TEST_CASE("window tuner: an epoch's counts weigh half two epochs later", "[cache][tuner]") {
+  using T = detail::window_tuner<fixed_tinylfu<1>>;
+  // One step keeps 181/256 (1/sqrt(2) to 0.0002), rounded down.
+  CHECK(T::decay(256) == 181);
+  CHECK(T::decay(1'000) == 707);
+  CHECK(T::decay(0) == 0);
+  // Two steps: half, to within the rounding of each step.
+  CHECK(T::decay(T::decay(4'096)) == 2'047);  // 4096 -> 2896 -> 2047
+}
+
 TEST_CASE("tinylfu: on a loop longer than the cache the window returns to 1% and stays", "[cache][tuner]") {
   // LRU misses every request of a loop longer than the cache; a small window
   // keeps most of the main segment. While the ghosts fill (the first epoch:

@@ -13,13 +13,14 @@
 // Each ghost is compared with the ghost of the present choice, access by
 // access: it won an access it hit and the choice missed, lost the reverse.
 // Every epoch (4 x ghost_entries sampled accesses) the epoch's wins and
-// losses are added to sums halved first (so the last epoch weighs half, the
-// one before a quarter, ...); the ghost of the largest lead (wins - losses)
-// becomes the choice if that lead is beyond noise: more than 2 x the square
-// root of wins + losses, two standard deviations of the difference when the
+// losses are added to sums scaled by 1/sqrt(2) first (an epoch's counts weigh
+// half two epochs later); the ghost of the largest lead (wins - losses)
+// becomes the choice if that lead is beyond noise: more than 3 x the square
+// root of wins + losses, three standard deviations of the difference when the
 // windows are equal (a paired test, McNemar's: only the accesses on which
-// they disagree count). On a Zipfian workload the windows differ by less than
-// that, and flapping between them cost hits and moved entries for nothing.
+// they disagree count), and worth about a point of hit rate (min_gain). On a
+// Zipfian workload the windows differ by less than that, and flapping between
+// them cost hits and moved entries for nothing.
 // After a change the sums start over. The cache starts at its own window
 // (1% by default), compared first with the ghost of the nearest window.
 //
@@ -56,6 +57,12 @@ class window_tuner {
   static constexpr std::array<unsigned, ghost_count> window_percents() noexcept { return {1, 20, 50, 99}; }
   static constexpr std::size_t max_ghost_entries = 1024;
   static constexpr std::size_t epoch_factor = 4;  // sampled accesses per epoch, per ghost entry
+  // At each epoch's end the sums keep keep_num / keep_den of their weight,
+  // 1/sqrt(2): an epoch's counts weigh half two epochs later.
+  static constexpr std::uint64_t keep_num = 181, keep_den = 256;
+  // A change needs a lead of more than this many standard deviations of the
+  // paired difference under equal windows.
+  static constexpr double significance = 3;
   // The smallest lead worth a change, as a share of the accesses weighed:
   // 1 point of hit rate (a change moves entries, and a smaller gain is within
   // what the ghosts' small size gets wrong).
@@ -125,19 +132,34 @@ class window_tuner {
   unsigned chosen_percent() const noexcept { return window_percents()[chosen_]; }
   std::uint64_t epochs() const noexcept { return epochs_; }
   const ghost& ghost_at(std::size_t g) const noexcept { return ghosts_[g]; }
+  // The decision rule, on the decayed sums of one ghost against the choice:
+  // accesses it won and lost, of `weight` sampled accesses weighed. Only the
+  // accesses on which the two disagree tell them apart (a paired comparison,
+  // McNemar's): a change needs a lead of more than `significance` standard
+  // deviations of that difference under equal windows, and worth a change:
+  // more than min_gain of the accesses weighed.
+  static bool worth_change(std::uint64_t won, std::uint64_t lost, std::uint64_t weight) noexcept {
+    if (won <= lost) return false;
+    const double lead = static_cast<double>(won - lost);
+    return lead > significance * std::sqrt(static_cast<double>(won + lost)) &&
+           lead > min_gain * static_cast<double>(weight);
+  }
+  // A sum carried into the next epoch.
+  static constexpr std::uint64_t decay(std::uint64_t sum) noexcept { return sum * keep_num / keep_den; }
+
   // Whether the key of hash h is in the sample (none before attach()).
   bool sampled(hashed_key k) const noexcept { return std::uint64_t{k.low() * sample_multiplier} < threshold_; }
 
  private:
   unsigned end_epoch() noexcept {
-    weight_ = weight_ / 2 + sampled_;
+    weight_ = decay(weight_) + sampled_;
     sampled_ = 0;
     ++epochs_;
     std::size_t best = chosen_;
     std::int64_t best_lead = 0;
     for (std::size_t g = 0; g < ghost_count; ++g) {
-      won_[g] = won_[g] / 2 + wins_[g];
-      lost_[g] = lost_[g] / 2 + losses_[g];
+      won_[g] = decay(won_[g]) + wins_[g];
+      lost_[g] = decay(lost_[g]) + losses_[g];
       wins_[g] = losses_[g] = 0;
       const std::int64_t lead = static_cast<std::int64_t>(won_[g]) - static_cast<std::int64_t>(lost_[g]);
       if (lead > best_lead) {
@@ -145,14 +167,7 @@ class window_tuner {
         best_lead = lead;
       }
     }
-    // Only the accesses on which the two disagree tell them apart (a paired
-    // comparison, McNemar's): a change needs a lead of more than two
-    // standard deviations of that difference under equal windows, and worth
-    // a change: more than min_gain of the accesses the sums weigh.
-    const double lead = static_cast<double>(best_lead);
-    if (best == chosen_ || lead <= 2 * std::sqrt(static_cast<double>(won_[best] + lost_[best])) ||
-        lead <= min_gain * static_cast<double>(weight_))
-      return 0;
+    if (best == chosen_ || !worth_change(won_[best], lost_[best], weight_)) return 0;
     chosen_ = best;
     won_ = lost_ = {};  // the counts were against the previous choice
     weight_ = 0;
