@@ -154,18 +154,37 @@ TEST_CASE("window tuner: the sample is ghost_entries / capacity of the keys", "[
   CHECK(small.policy().tuner().ghost_at(3).entries() == 1'000);
 }
 
-TEST_CASE("window tuner: a change needs a lead of 3 standard deviations and 1% of the weight", "[cache][tuner]") {
+TEST_CASE("window tuner: a change needs a lead of 3 standard deviations and 1.5% of the weight", "[cache][tuner]") {
   using T = detail::window_tuner<fixed_tinylfu<1>>;
   // 100 disagreements: sd 10, so the lead must exceed 30 (won 66, lost 34 is
   // 32; won 65, lost 35 is exactly 30 and not enough).
   CHECK(T::worth_change(66, 34, 1'000));
   CHECK_FALSE(T::worth_change(65, 35, 1'000));
-  // The same lead, but over 3,200 weighed accesses: 1% is 32, and 32 is not more.
-  CHECK_FALSE(T::worth_change(66, 34, 3'200));
-  CHECK(T::worth_change(66, 34, 3'199));
+  // The same lead of 32 needs more than 1.5% of the weighed accesses:
+  // 1.5% of 2,133 is 31.995, of 2,134 it is 32.01.
+  CHECK(T::worth_change(66, 34, 2'133));
+  CHECK_FALSE(T::worth_change(66, 34, 2'134));
   // Never for a ghost behind or level with the choice.
   CHECK_FALSE(T::worth_change(50, 50, 0));
   CHECK_FALSE(T::worth_change(0, 40, 0));
+}
+
+TEST_CASE("window tuner: the gain floor weighs only accesses made after the ghosts filled", "[cache][tuner]") {
+  using T = detail::window_tuner<fixed_tinylfu<1>>;
+  // Capacity 100: ghosts of 100 entries see every key; an epoch is 400 accesses.
+  ghost_memory mem(T::bytes_for(100));
+  T tuner;
+  tuner.attach(mem.get(), 100);
+  const auto key = [](u64 k) { return detail::hashed_key{(k + 1) * 0x9E3779B97F4A7C15ull}; };
+  // 100 new keys fill the ghosts; the next 300 accesses (keys seen) are warm.
+  for (u64 k = 0; k < 100; ++k) tuner.observe(key(k));
+  for (u64 k = 0; k < 300; ++k) tuner.observe(key(k % 100));
+  REQUIRE(tuner.epochs() == 1);
+  CHECK(tuner.weighed() == 300);
+  // A second epoch, all warm: 300 x 181 / 256 = 212 (rounded down), + 400.
+  for (u64 k = 0; k < 400; ++k) tuner.observe(key(k % 100));
+  REQUIRE(tuner.epochs() == 2);
+  CHECK(tuner.weighed() == 612);
 }
 
 TEST_CASE("window tuner: an epoch's counts weigh half two epochs later", "[cache][tuner]") {
