@@ -189,7 +189,7 @@ TEST_CASE("window tuner: the gain floor weighs only accesses made after the ghos
 
 TEST_CASE("window tuner: an epoch's counts weigh half two epochs later", "[cache][tuner]") {
   using T = detail::window_tuner<fixed_tinylfu<1>>;
-  // One step keeps 181/256 (1/sqrt(2) to 0.0002), rounded down.
+  // One step keeps 181/256 (1/sqrt(2) within 0.0001), rounded down.
   CHECK(T::decay(256) == 181);
   CHECK(T::decay(1'000) == 707);
   CHECK(T::decay(0) == 0);

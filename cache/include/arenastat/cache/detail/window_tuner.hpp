@@ -201,7 +201,7 @@ class window_tuner {
   std::array<ghost, ghost_count> ghosts_;
   // Per ghost, against the present choice: accesses it hit and the choice
   // missed (wins_) and the reverse (losses_) in this epoch; won_/lost_ the
-  // same summed over epochs, halved at each epoch's end.
+  // same summed over epochs, decayed at each epoch's end.
   std::array<std::uint64_t, ghost_count> wins_{}, losses_{}, won_{}, lost_{};
   std::uint64_t threshold_ = 0, epoch_ = 0, sampled_ = 0, epochs_ = 0;
   // The sampled accesses the sums weigh, made while the ghosts were full
