@@ -185,6 +185,12 @@ TEST_CASE("window tuner: the gain floor weighs only accesses made after the ghos
   for (u64 k = 0; k < 400; ++k) tuner.observe(key(k % 100));
   REQUIRE(tuner.epochs() == 2);
   CHECK(tuner.weighed() == 612);
+  // clear() empties the ghosts: the next epoch's first 100 accesses fill them again.
+  tuner.clear();
+  CHECK(tuner.weighed() == 0);
+  for (u64 k = 0; k < 400; ++k) tuner.observe(key(1'000 + k % 100));
+  REQUIRE(tuner.epochs() == 1);
+  CHECK(tuner.weighed() == 300);
 }
 
 TEST_CASE("window tuner: an epoch's counts weigh half two epochs later", "[cache][tuner]") {
@@ -199,10 +205,10 @@ TEST_CASE("window tuner: an epoch's counts weigh half two epochs later", "[cache
 
 TEST_CASE("tinylfu: on a loop longer than the cache the window returns to 1% and stays", "[cache][tuner]") {
   // LRU misses every request of a loop longer than the cache; a small window
-  // keeps most of the main segment. While the ghosts fill (the first epoch:
-  // 4,000 requests) a larger window may score more; from then on the 1%
-  // ghost wins every epoch, so the tuned cache loses to the fixed 1% cache
-  // only what its first epochs cost.
+  // keeps most of the main segment. In the first epoch (4,000 requests; the
+  // ghosts fill in the first 1,000) a larger window may score more; from then
+  // on the 1% ghost wins every epoch, so the tuned cache loses to the fixed
+  // 1% cache only what its first epochs cost.
   std::vector<u64> keys;
   for (u64 i = 0; i < 300'000; ++i) keys.push_back(i % 1'500);
   tinylfu_cache<u64, u64> tuned{"test.tuner.loop", {.max_entries = 1'000}};

@@ -18,7 +18,9 @@
 // becomes the choice if that lead is beyond noise: more than 3 x the square
 // root of wins + losses, three standard deviations of the difference when the
 // windows are equal (a paired test, McNemar's: only the accesses on which
-// they disagree count), and worth 1.5 points of hit rate (min_gain). On a
+// they disagree count), and worth 1.5 points of hit rate (min_gain) over the
+// sampled accesses made once the ghosts were full (before, every window
+// admits every key, and they tell nothing apart). On a
 // Zipfian workload the windows differ by less than that, and flapping between
 // them cost hits and moved entries for nothing.
 // After a change the sums start over. The cache starts at its own window
