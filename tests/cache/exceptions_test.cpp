@@ -147,6 +147,8 @@ TEMPLATE_TEST_CASE("exceptions: a hash throwing on a stored key during eviction 
                                                  armed_hash{&refused}};
   for (u64 k = 1; k <= 20; ++k) c.put(k, k);
   for (u64 k = 5; k <= 20; ++k) c.get(k);  // key 1 stays at the back: LRU's victim, in tinylfu's sample
+  c.get(20);  // tinylfu: the candidate, 20 (count 4), beats the back, key 1 (1),
+  c.get(20);  // by more than the admission margin, so key 1 is hashed as the victim
   const auto keys_before = all_keys(c, 100);
   const auto stats_before = c.stats();
   const std::int64_t before = live(name);

@@ -29,13 +29,15 @@ double run(C& c, bench::zipf_generator& g, u64 offset, u64 ops) {
 
 // The bound. At the shift the old keys' counters are at most 15 and nothing
 // raises them again; every sample period (20 x capacity recorded increments)
-// halves them, so after 4 periods they are 0 and any new key seen once beats
-// an old victim. While phase B's keys are new nearly every access is an
-// increment, so 4 periods are about 80 x capacity operations; the bound
-// allows 100 x capacity. Measured with the shipped policy (counts in the
-// entries, 10.7 sketch counters per entry):
-// 50 x capacity (before 75.22%, static optimum 75.59%).
-TEST_CASE("tinylfu: after the hot set moves, the hit rate recovers within 100 x capacity ops", "[cache][tinylfu]") {
+// halves them, so after 4 periods they are 0. A new key then needs a count of
+// 2 to beat an old victim (more than 0 + the admission margin of 1), and a
+// halving may take a new key's 2 or 3 back to 1 or 2 before its duel: two
+// more periods. While phase B's keys are new nearly every access is an
+// increment, so 6 periods are about 120 x capacity operations; the bound
+// allows 120 x capacity. Measured with the shipped policy (counts in the
+// entries, 10.7 sketch counters per entry): 105 x capacity (50 x before the
+// admission margin; before the shift 75.22%, static optimum 75.59%).
+TEST_CASE("tinylfu: after the hot set moves, the hit rate recovers within 120 x capacity ops", "[cache][tinylfu]") {
   const bench::zipf_params zp(key_space, 0.99);
   double optimum = 0;  // the hottest `capacity` keys held: the static optimum
   for (u64 k = 0; k < capacity; ++k) optimum += zp.probability(k);
@@ -55,5 +57,5 @@ TEST_CASE("tinylfu: after the hot set moves, the hit rate recovers within 100 x 
   } while (h < before - 0.01 && ops_to_recover < 400 * capacity);
   CAPTURE(before, h, ops_to_recover);
   CHECK(h >= before - 0.01);
-  CHECK(ops_to_recover <= 100 * capacity);
+  CHECK(ops_to_recover <= 120 * capacity);
 }

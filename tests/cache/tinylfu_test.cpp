@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "arenastat/cache/cache.hpp"
@@ -146,17 +147,36 @@ void fill_twenty(cache_t& c, M reads) {
 
 TEST_CASE("tinylfu: the duel is against probation's back, the victim the least frequent of its 8", "[cache][tinylfu]") {
   cache_t c{"test.tlfu.sample", {.max_entries = 20}};
-  fill_twenty(c, [](u64 k) -> int { return k == 1 ? 1 : k == 4 ? 0 : k == 20 ? 2 : 3; });
+  fill_twenty(c, [](u64 k) -> int { return k == 1 ? 1 : k == 4 ? 0 : 3; });
   REQUIRE(segment(c, tinylfu_segment::window) == keys{20});
   REQUIRE(segment(c, tinylfu_segment::probation).back() == 1);
   REQUIRE(freq(c, 1) == 2);
   REQUIRE(freq(c, 4) == 1);
-  REQUIRE(freq(c, 20) == 3);
-  c.put(21, 21);  // candidate 20 (3) beats the back, key 1 (2): the sample's least frequent, key 4 (1), leaves
+  REQUIRE(freq(c, 20) == 4);
+  // Candidate 20 (4) beats the back, key 1 (2), by more than the margin of 1:
+  // the sample's least frequent, key 4 (1), leaves.
+  c.put(21, 21);
   CHECK_FALSE(c.contains(4));
   CHECK(c.contains(1));
   CHECK(c.contains(20));
   CHECK(segment(c, tinylfu_segment::probation).front() == 20);
+}
+
+TEST_CASE("tinylfu: a candidate one count above probation's back loses (the admission margin)", "[cache][tinylfu]") {
+  // The candidate's count is the sketch's estimate (collisions raise it), the
+  // back's its own exact count: one count more is not enough.
+  cache_t c{"test.tlfu.margin", {.max_entries = 20}};
+  static_assert(std::remove_cvref_t<decltype(c.policy())>::admission_margin == 1);
+  fill_twenty(c, [](u64 k) -> int { return k == 1 ? 1 : k == 4 ? 0 : k == 20 ? 2 : 3; });
+  REQUIRE(segment(c, tinylfu_segment::probation).back() == 1);
+  REQUIRE(freq(c, 1) == 2);
+  REQUIRE(freq(c, 20) == 3);
+  const keys probation = segment(c, tinylfu_segment::probation);
+  c.put(21, 21);  // candidate 20 (3) against the back, key 1 (2): 3 is not above 2 + 1
+  CHECK_FALSE(c.contains(20));
+  CHECK(c.contains(4));
+  CHECK(segment(c, tinylfu_segment::probation) == probation);
+  CHECK(segment(c, tinylfu_segment::window) == keys{21});
 }
 
 TEST_CASE("tinylfu: a candidate not above probation's back loses even to a sample with a rarer entry",

@@ -21,9 +21,13 @@
 // Admission (the scan resistance): when the cache is full and the window holds
 // its share, the window's back entry after its second chances (the candidate,
 // the entry that would leave the window) duels the main segment: it is
-// admitted only if its count is strictly higher than the count of probation's
-// back entry (the entry LRU order would evict next; the back of protected
-// when probation is empty: AdmitAgainstBack). An admitted candidate enters
+// admitted only if its count exceeds the count of probation's back entry (the
+// entry LRU order would evict next; the back of protected when probation is
+// empty: AdmitAgainstBack) by more than admission_margin (1). The candidate's
+// count is the sketch's estimate, which collisions raise, while the back's
+// is the entry's own and exact: on loops, where every key is as frequent as
+// the others, a candidate one count above the back won by noise and churned
+// the main segment (docs/cache.md, "admission margin"). An admitted candidate enters
 // probation and the victim evicted is the least frequent of the VictimSample
 // (8) entries at the back of probation (the backmost on ties); a rejected
 // candidate is evicted. (Comparing the candidate with the least of the sample,
@@ -97,6 +101,9 @@ class tinylfu_policy {
   // The window before the tuner's first change (the shared tuner publishes it
   // first, too).
   static constexpr unsigned initial_window_percent = WindowPercent;
+  // A candidate is admitted only with a count above the bar by more than this
+  // (see the top of this file).
+  static constexpr std::uint32_t admission_margin = 1;
   // The policy the ghosts run: this one with a fixed window.
   using ghost_selector = basic_tinylfu<1, SampleFactor, Conservative, VictimSample, SampleFloor, SkipStillHandBack,
                                        false, AdmitAgainstBack, false>;
@@ -217,7 +224,7 @@ class tinylfu_policy {
     // tiny capacity), or when it is not above the sample's least frequency
     // remembered from an earlier duel, a floor of the present one (floor_).
     const bool no_main = main_back() == detail::nil_index;
-    if (no_main || (SampleFloor && static_cast<std::int32_t>(candidate_freq) <= floor_)) {
+    if (no_main || (SampleFloor && static_cast<std::int32_t>(candidate_freq) <= floor_ + static_cast<std::int32_t>(admission_margin))) {
       const std::uint32_t candidate_hash = hash_of(candidate);  // may throw: nothing changed yet
       settle_clock(window_);
       if (!no_main) ++floor_decisions_;
@@ -226,7 +233,7 @@ class tinylfu_policy {
     std::uint32_t victim_freq = 0, back_freq = 0;
     const std::uint32_t v = sample_victim(victim_freq, back_freq);
     const std::uint32_t bar = AdmitAgainstBack ? back_freq : victim_freq;
-    const bool admit = candidate_freq > bar;
+    const bool admit = candidate_freq > bar + admission_margin;
     const std::uint32_t leaving_hash = hash_of(admit ? v : candidate);  // may throw: nothing changed yet
     settle_clock(window_);
     if (probation_.tail != detail::nil_index) floor_ = static_cast<std::int32_t>(bar);  // sampled from probation
