@@ -42,7 +42,8 @@
 // duel against the sample's least), so the bar (the back's
 // count) is remembered: while no entry has left probation (nor entered
 // one no larger than the sample) and the sketch has not been halved, counts
-// only rose, so a candidate not above that floor loses without a new sample.
+// only rose, so a candidate not above that floor + admission_margin loses
+// without a new sample.
 // Same decisions, less work (a test compares against a cache without it).
 //
 // Frequency: every access (get, put, get_or_load; hit or miss; once per call)
@@ -221,8 +222,8 @@ class tinylfu_policy {
     const std::uint32_t candidate = clock_back(window_);
     const std::uint32_t candidate_freq = entry_frequency(candidate);
     // The candidate leaves without a duel when there is no main segment (a
-    // tiny capacity), or when it is not above the sample's least frequency
-    // remembered from an earlier duel, a floor of the present one (floor_).
+    // tiny capacity), or when it is not above the bar remembered from an
+    // earlier duel (floor_, a floor of the present one) + admission_margin.
     const bool no_main = main_back() == detail::nil_index;
     if (no_main || (SampleFloor && static_cast<std::int32_t>(candidate_freq) <= floor_ + static_cast<std::int32_t>(admission_margin))) {
       const std::uint32_t candidate_hash = hash_of(candidate);  // may throw: nothing changed yet
@@ -448,7 +449,8 @@ class tinylfu_policy {
   // the least of the sample without AdmitAgainstBack; -1: none, or the
   // sample changed or counts were halved since). Counts only rise between
   // halvings, so while it holds the present bar is at least this: a
-  // candidate not above it loses its duel without a new sample. In the
+  // candidate not above it + admission_margin loses its duel without a new
+  // sample. In the
   // benchmark most duels are lost and most of those are decided this way
   // (docs/cache.md has the shares).
   std::int32_t floor_ = -1;
