@@ -225,7 +225,8 @@ class tinylfu_policy {
     // tiny capacity), or when it is not above the bar remembered from an
     // earlier duel (floor_, a floor of the present one) + admission_margin.
     const bool no_main = main_back() == detail::nil_index;
-    if (no_main || (SampleFloor && static_cast<std::int32_t>(candidate_freq) <= floor_ + static_cast<std::int32_t>(admission_margin))) {
+    constexpr auto margin = static_cast<std::int32_t>(admission_margin);
+    if (no_main || (SampleFloor && static_cast<std::int32_t>(candidate_freq) <= floor_ + margin)) {
       const std::uint32_t candidate_hash = hash_of(candidate);  // may throw: nothing changed yet
       settle_clock(window_);
       if (!no_main) ++floor_decisions_;
