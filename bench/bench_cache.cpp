@@ -708,10 +708,11 @@ int main(int argc, char** argv) {
     std::fprintf(text, "ratio tinylfu / std_lru throughput, 1 thread: %.2fx (%s)\n", tl->ops_per_s / base->ops_per_s,
                  o.budget != 0 ? "same bytes, not the same capacity: the goal of >= 3.5x is for equal capacities"
                                : "goal >= 3.5x");
+    const result* lru_row = find(results, "lru", 1, 0);
     std::fprintf(text, "bytes/entry: tinylfu %.2f, lru %.2f, std_lru %.2f (goal: tinylfu <= 36)\n", tl->bytes_per_entry,
-                 find(results, "lru", 1, 0) ? find(results, "lru", 1, 0)->bytes_per_entry : 0.0, base->bytes_per_entry);
+                 lru_row ? lru_row->bytes_per_entry : 0.0, base->bytes_per_entry);
     std::fprintf(text, "hit rate: tinylfu %.4f, lru %.4f, std_lru %.4f (goal: tinylfu >= 0.845 at the full recipe)\n",
-                 tl->hit_rate, find(results, "lru", 1, 0) ? find(results, "lru", 1, 0)->hit_rate : 0.0, base->hit_rate);
+                 tl->hit_rate, lru_row ? lru_row->hit_rate : 0.0, base->hit_rate);
   }
   // Two threads against one, each sharded cache against itself in this run.
   for (const char* sharded : {"lru_sharded", "tinylfu_sharded"}) {

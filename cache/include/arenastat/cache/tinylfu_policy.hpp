@@ -27,8 +27,8 @@
 // count is the sketch's estimate, which collisions raise, while the back's
 // is the entry's own and exact: on loops, where every key is as frequent as
 // the others, a candidate one count above the back won by noise and churned
-// the main segment (docs/cache.md, "admission margin"). An admitted candidate enters
-// probation and the victim evicted is the least frequent of the VictimSample
+// the main segment (docs/cache.md, "admission margin"). An admitted candidate
+// enters probation and the victim evicted is the least frequent of the VictimSample
 // (8) entries at the back of probation (the backmost on ties); a rejected
 // candidate is evicted. (Comparing the candidate with the least of the sample,
 // as before, admitted it whenever one of 8 counts lagged: on loops, where

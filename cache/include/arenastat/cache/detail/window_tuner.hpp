@@ -156,8 +156,12 @@ class window_tuner {
   // A sum carried into the next epoch.
   static constexpr std::uint64_t decay(std::uint64_t sum) noexcept { return sum * keep_num / keep_den; }
 
-  // Whether the key of hash h is in the sample (none before attach()).
-  bool sampled(hashed_key k) const noexcept { return std::uint64_t{k.low() * sample_multiplier} < threshold_; }
+  // Whether key k is in the sample of bound `threshold` (threshold_for()).
+  static bool in_sample(hashed_key k, std::uint64_t threshold) noexcept {
+    return std::uint64_t{k.low() * sample_multiplier} < threshold;
+  }
+  // Whether key k is in this tuner's sample (none before attach()).
+  bool sampled(hashed_key k) const noexcept { return in_sample(k, threshold_); }
 
  private:
   unsigned end_epoch() noexcept {
@@ -246,9 +250,7 @@ class shared_window_tuner {
     published_.threshold = 0;
   }
 
-  bool sampled(hashed_key k) const noexcept {
-    return std::uint64_t{k.low() * tuner_type::sample_multiplier} < published_.threshold;
-  }
+  bool sampled(hashed_key k) const noexcept { return tuner_type::in_sample(k, published_.threshold); }
   // A counted access to a sampled key (skipped when another thread holds the lock).
   void observe(hashed_key k) noexcept {
     if (!mu_.try_lock()) return;
