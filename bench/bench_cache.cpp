@@ -26,7 +26,10 @@
 // operator new / delete in this binary: per-thread counters without atomics,
 // read by std_lru around each of its operations (which are serialized), so its
 // live, peak (transients within an operation included) and allocated bytes are
-// exact; sizes are malloc_usable_size, what malloc really grants.
+// exact; sizes are malloc_usable_size, what malloc really grants. The same
+// counters give every contender's global operator new calls per timed
+// operation (news/op): each worker thread reads its own around its timed
+// loop. Our caches allocate through their account, so theirs is 0 once full.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,6 +69,7 @@ struct thread_counts {
   std::int64_t live = 0;
   std::int64_t peak = 0;
   std::uint64_t allocated = 0;
+  std::uint64_t allocations = 0;  // operator new calls
 };
 inline thread_local constinit thread_counts tl{};
 
@@ -73,6 +77,7 @@ inline void on_alloc(std::size_t n) noexcept {
   thread_counts& t = tl;
   t.live += static_cast<std::int64_t>(n);
   t.allocated += n;
+  ++t.allocations;
   if (t.live > t.peak) t.peak = t.live;
 }
 inline void on_free(std::size_t n) noexcept { tl.live -= static_cast<std::int64_t>(n); }
@@ -370,6 +375,7 @@ struct result {
   u64 peak_bytes = 0;
   double bytes_per_entry = 0;
   double alloc_bytes_per_op = 0;
+  double heap_allocs_per_op = 0;  // global operator new calls of the timed operations
   u64 vm_hwm_bytes = 0;
   u64 p50 = 0, p99 = 0, p999 = 0, max = 0;
   u64 size = 0;
@@ -400,6 +406,7 @@ result measure(C& c, const run_spec& spec, const options& o, const zipf_params& 
   for (unsigned t = 0; t < T; ++t) hist.emplace_back(1, 60'000'000'000ull, 3);
   std::vector<double> busy_s(T, 0.0);
   std::vector<u64> done(T, 0);
+  std::vector<u64> heap_allocs(T, 0);
   std::atomic<unsigned> waiting{T};
   std::atomic<unsigned> finished{0};
   std::atomic<bool> release{false};
@@ -418,6 +425,7 @@ result measure(C& c, const run_spec& spec, const options& o, const zipf_params& 
     while (waiting.load() != 0) std::this_thread::yield();
     double busy = 0;
     u64 sink = 0;
+    const u64 allocations0 = counting::tl.allocations;  // this thread's, from here on only its operations
     for (u64 i = 0; i < my_ops; i += block_keys) {
       const u64 n = std::min<u64>(block_keys, my_ops - i);
       for (u64 j = 0; j < n; ++j) keys[j] = gen.next();
@@ -435,6 +443,7 @@ result measure(C& c, const run_spec& spec, const options& o, const zipf_params& 
       busy += std::chrono::duration<double>(clock_type::now() - start).count();
     }
     busy_s[t] = busy;
+    heap_allocs[t] = counting::tl.allocations - allocations0;
     done[t] = my_ops;
     checksum.fetch_add(sink);
     finished.fetch_add(1);
@@ -463,6 +472,9 @@ result measure(C& c, const run_spec& spec, const options& o, const zipf_params& 
   r.peak_bytes = mem1.peak;
   r.bytes_per_entry = r.size == 0 ? 0 : static_cast<double>(mem1.live) / static_cast<double>(r.size);
   r.alloc_bytes_per_op = static_cast<double>(mem1.allocated - mem0.allocated) / static_cast<double>(o.ops);
+  u64 heap_allocs_total = 0;
+  for (unsigned t = 0; t < T; ++t) heap_allocs_total += heap_allocs[t];
+  r.heap_allocs_per_op = static_cast<double>(heap_allocs_total) / static_cast<double>(o.ops);
   for (unsigned t = 1; t < T; ++t) hist[0].merge(hist[t]);
   r.p50 = hist[0].value_at_percentile(50);
   r.p99 = hist[0].value_at_percentile(99);
@@ -619,6 +631,7 @@ std::string to_json(const options& o, const zipf_params& zp, const std::vector<r
     s += ",\"peak_bytes\":" + std::to_string(r.peak_bytes);
     s += ",\"bytes_per_entry\":" + json_number(r.bytes_per_entry);
     s += ",\"alloc_bytes_per_op\":" + json_number(r.alloc_bytes_per_op);
+    s += ",\"heap_allocs_per_op\":" + json_number(r.heap_allocs_per_op);
     s += ",\"vm_hwm_bytes\":" + std::to_string(r.vm_hwm_bytes);
     s += ",\"latency_ns\":{\"p50\":" + std::to_string(r.p50) + ",\"p99\":" + std::to_string(r.p99) +
          ",\"p999\":" + std::to_string(r.p999) + ",\"max\":" + std::to_string(r.max) + "}}";
@@ -628,10 +641,10 @@ std::string to_json(const options& o, const zipf_params& zp, const std::vector<r
 }
 
 void print_row(std::FILE* f, const result& r) {
-  std::fprintf(f, "%-16s %-8s %2u %6llu %9llu %10.3f %7.4f %11llu %7.2f %8.2f %10.1f %6llu %6llu %7llu %9llu\n",
+  std::fprintf(f, "%-16s %-8s %2u %6llu %9llu %10.3f %7.4f %11llu %7.2f %8.2f %8.3f %10.1f %6llu %6llu %7llu %9llu\n",
                r.cache, r.policy, r.threads, static_cast<unsigned long long>(r.penalty_ns),
                static_cast<unsigned long long>(r.capacity), r.ops_per_s / 1e6, r.hit_rate,
-               static_cast<unsigned long long>(r.peak_bytes), r.bytes_per_entry, r.alloc_bytes_per_op,
+               static_cast<unsigned long long>(r.peak_bytes), r.bytes_per_entry, r.alloc_bytes_per_op, r.heap_allocs_per_op,
                static_cast<double>(r.vm_hwm_bytes) / (1024.0 * 1024.0), static_cast<unsigned long long>(r.p50),
                static_cast<unsigned long long>(r.p99), static_cast<unsigned long long>(r.p999),
                static_cast<unsigned long long>(r.max));
@@ -682,8 +695,8 @@ int main(int argc, char** argv) {
                static_cast<unsigned long long>(o.factor), static_cast<unsigned long long>(3 * o.capacity),
                static_cast<unsigned long long>(fill_seed), static_cast<unsigned long long>(o.warmup),
                static_cast<unsigned long long>(o.ops), plan.c_str());
-  std::fprintf(text, "%-16s %-8s %2s %6s %9s %10s %7s %11s %7s %8s %10s %6s %6s %7s %9s\n", "cache", "policy", "T",
-               "pen_ns", "capacity", "Mops/s", "hit", "peak_B", "B/entry", "allocB/op", "VmHWM_MiB", "p50", "p99",
+  std::fprintf(text, "%-16s %-8s %2s %6s %9s %10s %7s %11s %7s %8s %8s %10s %6s %6s %7s %9s\n", "cache", "policy", "T",
+               "pen_ns", "capacity", "Mops/s", "hit", "peak_B", "B/entry", "allocB/op", "news/op", "VmHWM_MiB", "p50", "p99",
                "p99.9", "max_ns");
   std::vector<result> results;
   for (const run_spec& spec : runs) {

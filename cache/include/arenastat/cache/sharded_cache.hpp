@@ -23,7 +23,9 @@
 // calling the loader outside the shard lock; every other thread asking for
 // the same key meanwhile waits for that result (or its exception) instead of
 // loading again. The loading thread returns only after its waiters have taken
-// the result.
+// the result. A load nobody waits for allocates nothing; the first waiter of
+// a load makes its condition variable (one global-heap allocation in
+// libstdc++, outside the cache's account, freed when the load ends).
 #pragma once
 #include <algorithm>
 #include <bit>
@@ -231,9 +233,9 @@ class sharded_cache {
       }
     }
     f.done = true;
-    if (f.waiters != 0) {
-      f.cv.notify_all();
-      f.cv.wait(lk, [&] { return f.waiters == 0; });
+    if (f.waiters != 0) {  // then a waiter made the condition variable
+      f.cv->notify_all();
+      f.cv->wait(lk, [&] { return f.waiters == 0; });
     }
     if (f.error) std::rethrow_exception(f.error);
     return std::move(*f.value);
@@ -315,7 +317,9 @@ class sharded_cache {
     const K* key = nullptr;
     hashed_key h{};
     flight* next = nullptr;
-    std::condition_variable_any cv;
+    // Made by the first waiter: libstdc++'s condition_variable_any allocates
+    // (a shared mutex) when built, and most loads have no waiter.
+    std::optional<std::condition_variable_any> cv;
     std::optional<V> value;
     std::exception_ptr error;
     unsigned waiters = 0;
@@ -360,8 +364,9 @@ class sharded_cache {
   }
 
   V wait_for(std::unique_lock<detail::shard_mutex>& lk, flight& f) {
+    if (!f.cv) f.cv.emplace();
     ++f.waiters;
-    f.cv.wait(lk, [&] { return f.done; });
+    f.cv->wait(lk, [&] { return f.done; });
     std::exception_ptr err = f.error;
     std::optional<V> out;
     if (!err) {
@@ -371,7 +376,7 @@ class sharded_cache {
         err = std::current_exception();
       }
     }
-    if (--f.waiters == 0) f.cv.notify_all();
+    if (--f.waiters == 0) f.cv->notify_all();
     if (err) std::rethrow_exception(err);
     return std::move(*out);
   }
