@@ -74,12 +74,17 @@ TEST_CASE("bench_cache --quick --json: every field of every row", "[cache][bench
     const std::uint64_t peak = row.at("peak_bytes");
     const double bpe = row.at("bytes_per_entry");
     CHECK(peak >= static_cast<std::uint64_t>(bpe * 20000 * 0.99));
+    // Ours at 20,000 entries: 24 bytes of entry, 5.33 of table slots, for
+    // tinylfu 5.33 of sketch and 5.70 of window tuner (four ghosts of 20,000
+    // / 16 = 1250 entries, 28,480 bytes each): 40.37; a sharded cache adds
+    // its shard array (0.38). std_lru: a list node and a map node per entry
+    // (72 with glibc's malloc).
     if (cache == "std_lru") {
-      CHECK(bpe > 40);
+      CHECK(bpe > 60);
       CHECK(row.at("alloc_bytes_per_op").get<double>() > 0);
       CHECK(row.at("heap_allocs_per_op").get<double>() > 0);  // a list node and a map node per miss
     } else {
-      CHECK(bpe <= 40);
+      CHECK(bpe <= 41);
       CHECK(row.at("alloc_bytes_per_op").get<double>() == 0);  // nothing allocated once full
       // Nor from the global heap behind the account's back: not a read-through
       // miss of a sharded cache either (its single-flight record).

@@ -19,8 +19,9 @@ TEST_CASE("layout: node and entry sizes for 8-byte keys and values", "[cache][la
   CHECK(C::entry_bytes == 24);  // nothing else per entry: no stored hash
   CHECK(C::slot_count_for(1'000'000) == 1'333'334);  // load 3/4
   // The sketch (32 bytes per 8 slots, to a multiple of 64) and the window
-  // tuner's four ghosts of 23,296 bytes (window_tuner_test.cpp derives them).
-  CHECK(C::policy_bytes_for(1'000'000, 1'333'334) == 5'333'376u + 4 * 23'296u);
+  // tuner's four ghosts of 4096 entries, 92,928 bytes each
+  // (window_tuner_test.cpp derives them).
+  CHECK(C::policy_bytes_for(1'000'000, 1'333'334) == 5'333'376u + 4 * 92'928u);
   CHECK(lru_cache<u64, u64>::policy_bytes_for(1'000'000, 1'333'334) == 0);
 }
 
@@ -29,10 +30,10 @@ TEST_CASE("layout: footprint of a full 1M-entry cache, derived", "[cache][layout
   // entries 1,000,000 x 24 = 24,000,000.
   // tinylfu: the same, plus the sketch: ceil(1,333,334 / 8) = 166,667
   // blocks of 32 bytes (64 counters) = 5,333,344, rounded to 5,333,376 (a
-  // multiple of 64), plus the window tuner's ghosts: 4 x 23,296 = 93,184.
+  // multiple of 64), plus the window tuner's ghosts: 4 x 92,928 = 371,712.
   CHECK(lru_cache<u64, u64>::footprint_bytes(1'000'000) == 5'333'336u + 1'960u + 24'000'000u);
   CHECK(tinylfu_cache<u64, u64>::footprint_bytes(1'000'000) ==
-        5'333'336u + 5'333'376u + 93'184u + 1'960u + 24'000'000u);
+        5'333'336u + 5'333'376u + 371'712u + 1'960u + 24'000'000u);
 }
 
 TEMPLATE_TEST_CASE("bytes per entry at full capacity: tracked, exact and <= 40", "[cache][layout]", lru, tinylfu) {
@@ -46,7 +47,7 @@ TEMPLATE_TEST_CASE("bytes per entry at full capacity: tracked, exact and <= 40",
     CHECK(s.own_bytes == C::footprint_bytes(1'000'000));
     CHECK(s.live_bytes == static_cast<std::int64_t>(s.own_bytes));
     CHECK(s.peak_bytes == s.own_bytes);
-    const double expected = std::string_view(TestType::name) == "lru" ? 29.335296 : 34.761856;
+    const double expected = std::string_view(TestType::name) == "lru" ? 29.335296 : 35.040384;
     CHECK(s.bytes_per_entry == Approx(expected).epsilon(1e-9));
     CHECK(s.bytes_per_entry <= 40.0);
   }

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 #include "arenastat/cache/cache.hpp"
 #include "arenastat/cache/sharded_cache.hpp"
@@ -136,6 +138,21 @@ TEST_CASE("ghost cache: every entry stays reachable through evictions", "[cache]
   CHECK(g.consistent());
 }
 
+TEST_CASE("window tuner: ghosts hold the capacity up to 1024, then capacity / 16 up to 4096", "[cache][tuner]") {
+  using T = std::remove_cvref_t<decltype(std::declval<const tinylfu_cache<u64, u64>&>().policy().tuner())>;
+  CHECK(T::ghost_entries(64) == 64);
+  CHECK(T::ghost_entries(1'024) == 1'024);
+  CHECK(T::ghost_entries(1'025) == 1'024);
+  CHECK(T::ghost_entries(16'399) == 1'024);  // 16,399 / 16 = 1024
+  CHECK(T::ghost_entries(16'400) == 1'025);
+  CHECK(T::ghost_entries(20'000) == 1'250);
+  CHECK(T::ghost_entries(65'551) == 4'096);  // 65,551 / 16 = 4096
+  CHECK(T::ghost_entries(1'000'000) == 4'096);
+  // The memory that costs per cache entry at most: four ghosts of 16,400 / 16
+  // entries over 16,400 entries (a ghost entry is under 23 bytes).
+  CHECK(4.0 * static_cast<double>(T::ghost::bytes_for(1'025)) / 16'400 < 5.7);
+}
+
 TEST_CASE("window tuner: the sample is ghost_entries / capacity of the keys", "[cache][tuner]") {
   using C = tinylfu_cache<u64, u64>;
   C big{"test.tuner.sample", {.max_entries = 100'000, .track = false}};
@@ -143,10 +160,18 @@ TEST_CASE("window tuner: the sample is ghost_entries / capacity of the keys", "[
   const auto& tuner = big.policy().tuner();
   std::size_t in = 0;
   for (u64 k = 0; k < 1'000'000; ++k) in += tuner.sampled(big.hash_key(k)) ? 1 : 0;
-  // Expected 1,000,000 x 1024 / 100,000 = 10,240; binomial sd about 100.
-  CHECK(in > 10'240 - 500);
-  CHECK(in < 10'240 + 500);
-  CHECK(tuner.ghost_at(0).entries() == 1'024);
+  // Ghosts of min(100,000 / 16, 4096) = 4096 entries: expected
+  // 1,000,000 x 4096 / 100,000 = 40,960; binomial sd about 200.
+  CHECK(tuner.ghost_at(0).entries() == 4'096);
+  CHECK(in > 40'960 - 1'000);
+  CHECK(in < 40'960 + 1'000);
+  // Key 0 hashes to 0 (mix_hash multiplies), and 0 times the sample's
+  // multiplier is 0, below every threshold: without the salt key 0 was in
+  // every sample. Now it is in this one (a share of 4%) only by chance, and
+  // with this salt it is not: neither in the 1M-entry cache's (0.4%).
+  CHECK_FALSE(tuner.sampled(big.hash_key(0)));
+  using tuner_t = std::remove_cvref_t<decltype(tuner)>;
+  CHECK_FALSE(tuner_t::in_sample(big.hash_key(0), tuner_t::threshold_for(1'000'000)));
 
   C small{"test.tuner.sample.small", {.max_entries = 1'000, .track = false}};
   small.put(0, 0);
@@ -315,9 +340,13 @@ TEST_CASE("tinylfu: the ghosts' memory, derived", "[cache][tuner][layout]") {
   // ceil(1366 / 8) = 171 blocks of 32 = 5472 -> 5504 (64-byte multiple);
   // nodes 1024 x 12 = 12288; slots 1366 x 4 = 5464 -> 5504. 23296 in all.
   CHECK(detail::ghost_cache<fixed_tinylfu<1>>::bytes_for(1'024) == 23'296u);
+  // 4096 entries: slots 4096 + 1365 + 1 = 5462; sketch ceil(5462 / 8) = 683
+  // blocks of 32 = 21856 -> 21888; nodes 4096 x 12 = 49152; slots 5462 x 4
+  // = 21848 -> 21888. 92928 in all.
+  CHECK(detail::ghost_cache<fixed_tinylfu<1>>::bytes_for(4'096) == 92'928u);
   // 1M entries: the main sketch 166,667 x 32 = 5,333,344 -> 5,333,376, then
-  // four ghosts of 1024 entries.
-  CHECK(C::policy_bytes_for(1'000'000, 1'333'334) == 5'333'376u + 4 * 23'296u);
+  // four ghosts of 4096 entries.
+  CHECK(C::policy_bytes_for(1'000'000, 1'333'334) == 5'333'376u + 4 * 92'928u);
   // Under 64 entries: the sketch only (ceil(84 / 8) = 11 blocks), no ghosts.
   CHECK(C::policy_bytes_for(63, C::slot_count_for(63)) == 11u * 32);
   C tiny{"test.tuner.tiny", {.max_entries = 63}};

@@ -13,8 +13,8 @@
 // for tinylfu, the window tuner every shard shares.
 //
 // Window tuning (tinylfu, from 64 entries in all): one tuner for the whole
-// cache (detail::shared_window_tuner: the ghosts of min(capacity, 1024)
-// entries over a hash sample of every shard's keys, under a lock of its own
+// cache (detail::shared_window_tuner: the ghosts of
+// window_tuner::ghost_entries(capacity) entries over a hash sample of every shard's keys, under a lock of its own
 // tried only for sampled keys); each shard follows the window percent it
 // chooses.
 //
