@@ -13,6 +13,10 @@
 // its own, inside an arenastat::scope named after it (with ARENASTAT_AT_EXIT
 // set, each child prints its own at-exit table).
 //
+// Order: the two runs behind each goal's ratio run back to back (see
+// execution_order()); the table prints rows as they finish, the JSON keeps
+// the listed order (threads, then contender).
+//
 // Timing: keys are generated in blocks of 1024 outside the timed region; a
 // thread's busy time is the sum of its timed blocks; ops_per_s sums every
 // thread's ops / busy time. Latency: one operation in 16 is timed on its own
@@ -651,6 +655,29 @@ void print_row(std::FILE* f, const result& r) {
   std::fflush(f);
 }
 
+// The order the runs are made in (indices into `runs`, whose order the JSON
+// keeps): the two runs of each goal's ratio back to back, since this
+// machine's speed drifts over minutes and a full run lasts one to two
+// minutes. First tinylfu at 1 thread beside std_lru (then lru), then each
+// sharded cache at 1..T threads, then everything else in the listed order.
+std::vector<std::size_t> execution_order(const std::vector<run_spec>& runs) {
+  std::vector<std::size_t> order;
+  std::vector<bool> taken(runs.size(), false);
+  auto take = [&](auto&& pick) {
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      if (!taken[i] && pick(runs[i])) {
+        taken[i] = true;
+        order.push_back(i);
+      }
+  };
+  for (const char* c : {"std_lru", "tinylfu", "lru"})
+    take([&](const run_spec& r) { return r.cache == c && r.threads == 1 && r.penalty_ns == 0; });
+  for (const char* c : {"lru_sharded", "tinylfu_sharded"})
+    take([&](const run_spec& r) { return r.cache == c && r.penalty_ns == 0; });
+  take([](const run_spec&) { return true; });
+  return order;
+}
+
 const result* find(const std::vector<result>& rs, std::string_view cache, unsigned threads, u64 penalty) {
   for (const result& r : rs)
     if (cache == r.cache && r.threads == threads && r.penalty_ns == penalty) return &r;
@@ -698,15 +725,16 @@ int main(int argc, char** argv) {
   std::fprintf(text, "%-16s %-8s %2s %6s %9s %10s %7s %11s %7s %8s %8s %10s %6s %6s %7s %9s\n", "cache", "policy", "T",
                "pen_ns", "capacity", "Mops/s", "hit", "peak_B", "B/entry", "allocB/op", "news/op", "VmHWM_MiB", "p50", "p99",
                "p99.9", "max_ns");
-  std::vector<result> results;
-  for (const run_spec& spec : runs) {
+  std::vector<result> results(runs.size());
+  for (const std::size_t i : execution_order(runs)) {
+    const run_spec& spec = runs[i];
     result r = run_forked(spec, o, zp);
     if (!r.ok) {
       std::fprintf(stderr, "bench_cache: run %s (threads %u) failed: %s\n", spec.cache.c_str(), spec.threads, r.error);
       return 1;
     }
     print_row(text, r);
-    results.push_back(r);
+    results[i] = r;
   }
 
   if (o.json) std::printf("%s\n", to_json(o, zp, results).c_str());
