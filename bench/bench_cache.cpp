@@ -33,7 +33,9 @@
 // exact; sizes are malloc_usable_size, what malloc really grants. The same
 // counters give every contender's global operator new calls per timed
 // operation (news/op): each worker thread reads its own around its timed
-// loop. Our caches allocate through their account, so theirs is 0 once full.
+// loop. Our caches allocate through their account, so theirs is 0 at one
+// thread; with several, only a rare load with a waiter (two threads missing
+// the same key at once) makes one, the waiter's condition variable.
 #include <sys/wait.h>
 #include <unistd.h>
 

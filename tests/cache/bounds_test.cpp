@@ -126,7 +126,8 @@ TEST_CASE("accounting: a sharded cache after clear holds exactly its shard array
     sharded_tinylfu_cache<u64, u64> c{name, {.max_entries = 8000, .shards = 8}};
     for (u64 k = 0; k < 20'000; ++k) c.put(k, k);
     CHECK(c.size() == 8000);
-    // The shared tuner's four ghosts of min(8000, 1024) entries: 4 x 23,296.
+    // The shared tuner's four ghosts of 1024 entries (8000 / 16 = 500, raised
+    // to the 1024 minimum): 4 x 23,296.
     CHECK(c.tuner_bytes() == 4 * 23'296u);
     CHECK(live(name) == static_cast<std::int64_t>(c.shard_array_bytes() + c.tuner_bytes() +
                                                    8 * sharded_tinylfu_cache<u64, u64>::shard_cache::footprint_bytes(1000)));
@@ -169,12 +170,13 @@ TEST_CASE("bounds: a sharded cache's account, shard array included, stays within
   const std::uint64_t bound = 200'000;
   sharded_tinylfu_cache<u64, u64> c{name, {.max_bytes = bound, .shards = 4}};
   // The largest per-shard capacity whose four shards and the tuner for their
-  // total capacity fit: the tuner has ghosts of min(total, 1024) entries
-  // (23,296 bytes each at 1024), and only from 64 entries in all.
+  // total capacity fit: the tuner has ghosts of ghost_entries(total)
+  // entries (the total up to 1024, then total / 16 within 1024..4096), and
+  // only from 64 entries in all.
   using S = sharded_tinylfu_cache<u64, u64>::shard_cache;
   auto tuner_bytes = [](std::size_t total) -> std::uint64_t {
     return total < 64 ? 0 : 4 * detail::ghost_cache<basic_tinylfu<1, 20, true, 8, true, true, false>>::bytes_for(
-                                    static_cast<std::uint32_t>(total < 1024 ? total : 1024));
+                                    detail::window_tuner<basic_tinylfu<1, 20, true, 8, true, true, false>>::ghost_entries(total));
   };
   std::size_t per_shard = 0;
   while (4 * S::footprint_bytes(per_shard + 1) + tuner_bytes(4 * (per_shard + 1)) <= bound - c.shard_array_bytes())
@@ -194,7 +196,7 @@ TEST_CASE("bounds: a sharded cache's account, shard array included, stays within
 
 TEST_CASE("bounds: a small byte budget gets a sharded tinylfu cache with a tuner its size", "[cache][bounds]") {
   // 64 KiB for one shard: the tuner for c entries (c >= 64) has four ghosts
-  // of min(c, 1024) entries, so c is the largest with footprint(c) + that
+  // of c entries (c stays under 1024 here), so c is the largest with footprint(c) + that
   // within 64 KiB less the shard array.
   using S = sharded_tinylfu_cache<u64, u64>::shard_cache;
   using ghost = detail::ghost_cache<basic_tinylfu<1, 20, true, 8, true, true, false>>;

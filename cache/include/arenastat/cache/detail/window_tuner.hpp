@@ -13,8 +13,9 @@
 // hash puts in it: over ten salts, a cache of 100,000 entries on
 // scarab-recs ranged over 72.1-75.6% with 1024-entry ghosts and 74.4-75.6%
 // with 4096 (docs/cache.md). The divisor bounds what the ghosts cost per
-// cache entry: under 5.7 bytes, the same as 1024-entry ghosts at 16,384
-// entries.
+// cache entry from 16,384 entries on: at most 5.72 bytes (about what
+// 1024-entry ghosts cost at 16,384 entries; below, the 1024-entry floor
+// costs more: 9.3 bytes at 10,000 entries, 91 at 1000).
 //
 // Each ghost is compared with the ghost of the present choice, access by
 // access: it won an access it hit and the choice missed, lost the reverse.
@@ -100,7 +101,7 @@ class window_tuner {
   // tuner's lock that both threads kept taking from each other). With it,
   // 0.29% there (4096-entry ghosts, 0.41% of the keys).
   static constexpr std::uint32_t sample_salt = 0x2545F491u;
-  // The sample's bound for a capacity: (h * sample_multiplier) < it.
+  // The sample's bound for a capacity: ((h ^ sample_salt) * sample_multiplier) < it.
   static constexpr std::uint64_t threshold_for(std::size_t capacity) noexcept {
     const std::uint32_t m = ghost_entries(capacity);
     return m == capacity ? (std::uint64_t{1} << 32) : (std::uint64_t{m} << 32) / capacity;
@@ -117,7 +118,7 @@ class window_tuner {
       const std::size_t w = std::size_t{m} * window_percents()[g] / 100;
       ghosts_[g].attach(base + g * ghost::bytes_for(m), m, w);
     }
-    // Sampled: (h * odd) < threshold_, a share m / capacity of the hashes.
+    // Sampled: ((h ^ salt) * odd) < threshold_, a share m / capacity of the hashes.
     threshold_ = threshold_for(capacity);
     epoch_ = epoch_factor * m;
     reset_scores();
