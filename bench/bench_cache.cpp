@@ -650,7 +650,8 @@ void print_row(std::FILE* f, const result& r) {
   std::fprintf(f, "%-16s %-8s %2u %6llu %9llu %10.3f %7.4f %11llu %7.2f %8.2f %8.3f %10.1f %6llu %6llu %7llu %9llu\n",
                r.cache, r.policy, r.threads, static_cast<unsigned long long>(r.penalty_ns),
                static_cast<unsigned long long>(r.capacity), r.ops_per_s / 1e6, r.hit_rate,
-               static_cast<unsigned long long>(r.peak_bytes), r.bytes_per_entry, r.alloc_bytes_per_op, r.heap_allocs_per_op,
+               static_cast<unsigned long long>(r.peak_bytes), r.bytes_per_entry, r.alloc_bytes_per_op,
+               r.heap_allocs_per_op,
                static_cast<double>(r.vm_hwm_bytes) / (1024.0 * 1024.0), static_cast<unsigned long long>(r.p50),
                static_cast<unsigned long long>(r.p99), static_cast<unsigned long long>(r.p999),
                static_cast<unsigned long long>(r.max));
@@ -725,8 +726,8 @@ int main(int argc, char** argv) {
                static_cast<unsigned long long>(fill_seed), static_cast<unsigned long long>(o.warmup),
                static_cast<unsigned long long>(o.ops), plan.c_str());
   std::fprintf(text, "%-16s %-8s %2s %6s %9s %10s %7s %11s %7s %8s %8s %10s %6s %6s %7s %9s\n", "cache", "policy", "T",
-               "pen_ns", "capacity", "Mops/s", "hit", "peak_B", "B/entry", "allocB/op", "news/op", "VmHWM_MiB", "p50", "p99",
-               "p99.9", "max_ns");
+               "pen_ns", "capacity", "Mops/s", "hit", "peak_B", "B/entry", "allocB/op", "news/op", "VmHWM_MiB", "p50",
+               "p99", "p99.9", "max_ns");
   std::vector<result> results(runs.size());
   for (const std::size_t i : execution_order(runs)) {
     const run_spec& spec = runs[i];

@@ -174,9 +174,11 @@ TEST_CASE("bounds: a sharded cache's account, shard array included, stays within
   // entries (the total up to 1024, then total / 16 within 1024..4096), and
   // only from 64 entries in all.
   using S = sharded_tinylfu_cache<u64, u64>::shard_cache;
+  using ghost_policy = basic_tinylfu<1, 20, true, 8, true, true, false>;
   auto tuner_bytes = [](std::size_t total) -> std::uint64_t {
-    return total < 64 ? 0 : 4 * detail::ghost_cache<basic_tinylfu<1, 20, true, 8, true, true, false>>::bytes_for(
-                                    detail::window_tuner<basic_tinylfu<1, 20, true, 8, true, true, false>>::ghost_entries(total));
+    return total < 64 ? 0
+                      : 4 * detail::ghost_cache<ghost_policy>::bytes_for(
+                                detail::window_tuner<ghost_policy>::ghost_entries(total));
   };
   std::size_t per_shard = 0;
   while (4 * S::footprint_bytes(per_shard + 1) + tuner_bytes(4 * (per_shard + 1)) <= bound - c.shard_array_bytes())

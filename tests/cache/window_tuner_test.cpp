@@ -157,7 +157,8 @@ TEST_CASE("window tuner: ghosts hold the capacity up to 1024, then capacity / 16
   // 22.7 bytes, plus the rounding of each part to 64 bytes.
   double worst = 0;
   for (std::size_t c = 16'384; c <= 65'536; ++c)
-    worst = std::max(worst, 4.0 * static_cast<double>(T::ghost::bytes_for(T::ghost_entries(c))) / static_cast<double>(c));
+    worst = std::max(worst,
+                     4.0 * static_cast<double>(T::ghost::bytes_for(T::ghost_entries(c))) / static_cast<double>(c));
   CHECK(worst > 4 * 22.66 / 16);
   CHECK(worst <= 5.72);
 }

@@ -26,8 +26,7 @@
 //     slots, and from 64 entries the window tuner's four ghost caches of
 //     window_tuner::ghost_entries(capacity) entries: the capacity up to
 //     1024, then capacity / 16 within 1024..4096; 92,928 bytes each at
-//     4096), allocated with
-//     the table.
+//     4096), allocated with the table.
 // No entry stores its hash: eviction recomputes it from the stored key (the
 // victim's table slot, and for tinylfu the sketch counters the victim hands
 // its count back to): one or two calls of the hash per eviction.

@@ -14,9 +14,9 @@
 //
 // Window tuning (tinylfu, from 64 entries in all): one tuner for the whole
 // cache (detail::shared_window_tuner: the ghosts of
-// window_tuner::ghost_entries(capacity) entries over a hash sample of every shard's keys, under a lock of its own
-// tried only for sampled keys); each shard follows the window percent it
-// chooses.
+// window_tuner::ghost_entries(capacity) entries over a hash sample of every
+// shard's keys, under a lock of its own tried only for sampled keys); each
+// shard follows the window percent it chooses.
 //
 // Single-flight loading: get_or_load() on a missing key registers an
 // in-flight record (on the loading thread's stack, no allocation) before

@@ -4,9 +4,10 @@
 // at 1%, 20%, 50% and 99% of their capacity, over a spatial sample of the
 // keys: a key is in the sample when the low half of its 64-bit hash (not the
 // table's half, which the ghosts key their entries by), XORed with a salt and
-// multiplied by an odd constant, falls below a threshold, so the ghosts see every access of rate R of the
-// keys and nothing of the others, and a ghost of R x capacity entries behaves
-// like the whole cache at that window (Waldspurger et al., USENIX ATC 2017).
+// multiplied by an odd constant, falls below a threshold, so the ghosts see
+// every access of rate R of the keys and nothing of the others, and a ghost
+// of R x capacity entries behaves like the whole cache at that window
+// (Waldspurger et al., USENIX ATC 2017).
 // R = ghost_entries / capacity. Caches up to 1024 entries simulate every
 // key; above, ghost_entries = capacity / 16, at least 1024 and at most 4096
 // (ghost_entries()). A larger sample decides more alike whichever keys the
@@ -41,8 +42,7 @@
 //
 // Cost: a sampled access costs one access per ghost; memory is
 // 4 x bytes_for(ghost_entries) (23,296 bytes per ghost at 1024 entries,
-// 92,928 at 4096),
-// allocated by the cache with its table.
+// 92,928 at 4096), allocated by the cache with its table.
 #pragma once
 #include <algorithm>
 #include <array>
