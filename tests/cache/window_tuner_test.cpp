@@ -180,8 +180,7 @@ TEST_CASE("window tuner: the sample is ghost_entries / capacity of the keys", "[
   // every sample. Now it is in this one (a share of 4%) only by chance, and
   // with this salt it is not: neither in the 1M-entry cache's (0.4%).
   CHECK_FALSE(tuner.sampled(big.hash_key(0)));
-  using tuner_t = std::remove_cvref_t<decltype(tuner)>;
-  CHECK_FALSE(tuner_t::in_sample(big.hash_key(0), tuner_t::threshold_for(1'000'000)));
+  CHECK_FALSE(tinylfu_tuner::in_sample(big.hash_key(0), tinylfu_tuner::threshold_for(1'000'000)));
 
   C small{"test.tuner.sample.small", {.max_entries = 1'000, .track = false}};
   small.put(0, 0);

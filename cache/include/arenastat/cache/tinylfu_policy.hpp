@@ -105,6 +105,11 @@ class tinylfu_policy {
   // A candidate is admitted only with a count above the bar by more than this
   // (see the top of this file).
   static constexpr std::uint32_t admission_margin = 1;
+  // The duel's rule, for the sampled bar and for the remembered floor (a
+  // lower bound of it; -1 when none is known).
+  static constexpr bool admits(std::int64_t candidate_freq, std::int64_t bar) noexcept {
+    return candidate_freq > bar + admission_margin;
+  }
   // The policy the ghosts run: this one with a fixed window.
   using ghost_selector = basic_tinylfu<1, SampleFactor, Conservative, VictimSample, SampleFloor, SkipStillHandBack,
                                        false, AdmitAgainstBack, false>;
@@ -225,8 +230,7 @@ class tinylfu_policy {
     // tiny capacity), or when it is not above the bar remembered from an
     // earlier duel (floor_, a floor of the present one) + admission_margin.
     const bool no_main = main_back() == detail::nil_index;
-    constexpr auto margin = static_cast<std::int32_t>(admission_margin);
-    if (no_main || (SampleFloor && static_cast<std::int32_t>(candidate_freq) <= floor_ + margin)) {
+    if (no_main || (SampleFloor && !admits(candidate_freq, floor_))) {
       const std::uint32_t candidate_hash = hash_of(candidate);  // may throw: nothing changed yet
       settle_clock(window_);
       if (!no_main) ++floor_decisions_;
@@ -235,7 +239,7 @@ class tinylfu_policy {
     std::uint32_t victim_freq = 0, back_freq = 0;
     const std::uint32_t v = sample_victim(victim_freq, back_freq);
     const std::uint32_t bar = AdmitAgainstBack ? back_freq : victim_freq;
-    const bool admit = candidate_freq > bar + admission_margin;
+    const bool admit = admits(candidate_freq, bar);
     const std::uint32_t leaving_hash = hash_of(admit ? v : candidate);  // may throw: nothing changed yet
     settle_clock(window_);
     if (probation_.tail != detail::nil_index) floor_ = static_cast<std::int32_t>(bar);  // sampled from probation
