@@ -237,6 +237,21 @@ void BM_forwarding_pair(benchmark::State& state) {
   run_pairs(state, &forwarding);
 }
 
+// The floor of tracking_resource's own path to malloc over new_delete: the
+// plain (unaligned) global operator new and sized delete, nothing counted.
+class plain_new_resource final : public std::pmr::memory_resource {
+  void* do_allocate(std::size_t bytes, std::size_t) override { return ::operator new(bytes); }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t) override { ::operator delete(p, bytes); }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+};
+
+void BM_plain_new_pair(benchmark::State& state) {
+  plain_new_resource plain;
+  run_pairs(state, &plain);
+}
+
 void BM_tracking_pair(benchmark::State& state) {
   // One resource (one account) shared by every thread of the benchmark.
   static arenastat::tracking_resource tracking("bench/tracking", std::pmr::new_delete_resource());
@@ -299,6 +314,7 @@ BENCHMARK_TEMPLATE(BM_bump, size_mixed)->Name("bump/mixed");
 BENCHMARK(BM_new_delete_pair)->Name("new_delete/pair")->Threads(1)->Threads(2);
 BENCHMARK(BM_tracking_pair)->Name("tracking/pair")->Threads(1)->Threads(2);
 BENCHMARK(BM_forwarding_pair)->Name("forwarding/pair");
+BENCHMARK(BM_plain_new_pair)->Name("plain_new/pair");
 BENCHMARK(BM_pool_on_new_delete)->Name("pool_on_new_delete/pair");
 BENCHMARK(BM_pool_on_tracking)->Name("pool_on_tracking/pair");
 BENCHMARK(BM_scope_enter_exit)->Name("scope/enter_exit");
@@ -487,6 +503,10 @@ int main(int argc, char** argv) {
   print_info(reporter, "forwarding/new_delete (wrapping floor)", "forwarding/pair",
              "new_delete/pair/threads:1");
   print_info(reporter, "tracking/forwarding", "tracking/pair/threads:1", "forwarding/pair");
+  print_info(reporter, "plain_new/new_delete (tracking's path to malloc)", "plain_new/pair",
+             "new_delete/pair/threads:1");
+  print_info(reporter, "tracking/plain_new (the counting's own cost)", "tracking/pair/threads:1",
+             "plain_new/pair");
   print_info(reporter, "pool_on_tracking/pool_on_new_delete", "pool_on_tracking/pair",
              "pool_on_new_delete/pair");
   std::fprintf(stderr, "goals failed: %d (mixed-size requests average %.1f B)\n", failed,

@@ -47,7 +47,7 @@ echo "bench_docs: running bench_alloc ($reps interleaved repetitions of ${min_ti
   --benchmark_color=false >"$work/alloc.out" 2>"$work/alloc.err"
 # Rows in a fixed order (interleaved repetitions report in random order).
 order="arena/32B std_monotonic/32B boost_monotonic/32B bump/32B arena_direct/32B virtual_floor/32B arena/mixed std_monotonic/mixed
-boost_monotonic/mixed bump/mixed new_delete/pair/threads:1 forwarding/pair
+boost_monotonic/mixed bump/mixed new_delete/pair/threads:1 forwarding/pair plain_new/pair
 tracking/pair/threads:1 new_delete/pair/threads:2
 tracking/pair/threads:2 pool_on_new_delete/pair pool_on_tracking/pair
 scope/enter_exit scope/enter_arena_exit histogram/record"

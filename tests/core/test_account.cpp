@@ -179,9 +179,11 @@ TEST_CASE("the table lists accounts and scopes with their kinds", "[account]") {
   CHECK_THROWS_WITH(account::get(""), Catch::Matchers::Contains("empty name"));
 }
 
-// Over std::pmr::new_delete_resource() the resource calls the global aligned
-// operator new / sized aligned delete itself (one virtual call less). The
-// pairs must match: under ASan a mismatched form or size is reported.
+// Over std::pmr::new_delete_resource() the resource calls the global operator
+// new / sized delete itself: the plain forms up to the default new alignment
+// (16 on x86-64), the aligned forms above. The pairs must match: under ASan a
+// mismatched form, alignment or size is reported (new-delete-type-mismatch),
+// and the loop crosses the boundary between the two forms.
 TEST_CASE("over new_delete the direct calls honour every alignment and size", "[account]") {
   tracking_resource r{"test.account.direct", std::pmr::new_delete_resource()};
   std::vector<std::pair<void*, std::size_t>> blocks;

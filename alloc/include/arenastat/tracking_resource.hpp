@@ -5,11 +5,14 @@
 // model and the peak's lag bound.
 //
 // Over std::pmr::new_delete_resource() (the default upstream unless the
-// program changed it) the resource calls the global aligned operator new and
-// sized aligned operator delete itself, exactly what that resource's
-// do_allocate / do_deallocate call in libstdc++, and so saves one virtual call
-// per request; a replaced global operator new is still the one called. Any
-// other upstream is called through its memory_resource interface.
+// program changed it) the resource calls the global operator new and sized
+// operator delete itself, and so saves one virtual call per request: the
+// plain forms for an alignment up to __STDCPP_DEFAULT_NEW_ALIGNMENT__ (which
+// they guarantee), the aligned forms above it. That resource's do_allocate
+// calls the aligned form for every request in libstdc++, a longer path to
+// malloc (aligned_alloc) for the same block. A replaced global operator new
+// is still the one called. Any other upstream is called through its
+// memory_resource interface.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -100,16 +103,27 @@ class tracking_resource final : public std::pmr::memory_resource {
   void credit_slow(void* p, std::size_t bytes, std::size_t alignment) noexcept;
 
   // The upstream's allocate / deallocate (see the note at the top for new_delete).
+  // The plain operator new guarantees this alignment.
+  static constexpr bool plain_aligned(std::size_t alignment) noexcept {
+    return alignment <= __STDCPP_DEFAULT_NEW_ALIGNMENT__;
+  }
   void* take(std::size_t bytes, std::size_t alignment) {
-    if (direct_new_delete_) [[likely]] return ::operator new(bytes, std::align_val_t{alignment});
+    if (direct_new_delete_) [[likely]] {
+      if (plain_aligned(alignment)) [[likely]] return ::operator new(bytes);
+      return ::operator new(bytes, std::align_val_t{alignment});
+    }
     return upstream_->allocate(bytes, alignment);
   }
   void give(void* p, std::size_t bytes, std::size_t alignment) noexcept {
+    if (direct_new_delete_) [[likely]] {
 #if defined(__cpp_sized_deallocation)
-    if (direct_new_delete_) [[likely]] return ::operator delete(p, bytes, std::align_val_t{alignment});
+      if (plain_aligned(alignment)) [[likely]] return ::operator delete(p, bytes);
+      return ::operator delete(p, bytes, std::align_val_t{alignment});
 #else  // clang without -fsized-deallocation
-    if (direct_new_delete_) return ::operator delete(p, std::align_val_t{alignment});
+      if (plain_aligned(alignment)) return ::operator delete(p);
+      return ::operator delete(p, std::align_val_t{alignment});
 #endif
+    }
     upstream_->deallocate(p, bytes, alignment);
   }
 
