@@ -4,8 +4,11 @@
 // threads, no latency sampling, and the timed keys are generated before the
 // clock starts, so perf sees the cache's code and little else.
 //
-//   cache_profile [--cache=tinylfu|lru|std_lru] [--capacity=N] [--factor=N]
-//                 [--warmup=N] [--ops=N] [--windows=N]
+//   cache_profile [--cache=tinylfu|lru|tinylfu_sharded|lru_sharded|std_lru]
+//                 [--capacity=N] [--factor=N] [--warmup=N] [--ops=N] [--windows=N]
+//
+// The sharded caches run on this one thread too (their locks taken and
+// released, never contended): the cost of the thread-safe path.
 //
 // Fill 3 x capacity get_or_load calls from seed 1802, --warmup more from the
 // same generator, then --ops timed calls with keys drawn from seed 1803.
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "arenastat/cache/cache.hpp"
+#include "arenastat/cache/sharded_cache.hpp"
 #include "arenastat/cache/hash.hpp"
 #include "args.hpp"
 #include "zipf.hpp"
@@ -41,7 +45,8 @@ struct options {
 };
 
 constexpr std::string_view usage_text =
-    "cache_profile [--cache=tinylfu|lru|std_lru] [--capacity=N] [--factor=N] [--warmup=N] [--ops=N] [--windows=N]";
+    "cache_profile [--cache=tinylfu|lru|tinylfu_sharded|lru_sharded|std_lru] [--capacity=N] [--factor=N]\n"
+    "              [--warmup=N] [--ops=N] [--windows=N]";
 
 [[noreturn]] void usage_error(const std::string& msg) {
   arenastat::bench::usage_error("cache_profile", usage_text, msg);
@@ -59,8 +64,10 @@ options parse(int argc, char** argv) {
     if (eq == std::string_view::npos) usage_error("unknown option '" + std::string(a) + "'");
     const std::string_view name = a.substr(0, eq), value = a.substr(eq + 1);
     if (name == "--cache") {
-      if (value != "tinylfu" && value != "lru" && value != "std_lru")
-        usage_error("bad value for --cache: '" + std::string(value) + "' (expected tinylfu, lru or std_lru)");
+      if (value != "tinylfu" && value != "lru" && value != "tinylfu_sharded" && value != "lru_sharded" &&
+          value != "std_lru")
+        usage_error("bad value for --cache: '" + std::string(value) +
+                    "' (expected tinylfu, lru, tinylfu_sharded, lru_sharded or std_lru)");
       o.cache = value;
     } else if (name == "--capacity") {
       o.capacity = parse_number(name, value, 16, 1u << 24);
@@ -167,6 +174,12 @@ int main(int argc, char** argv) {
     run(c, o);
   } else if (o.cache == "lru") {
     arenastat::lru_cache<u64, u64> c{"cache_profile.lru", {.max_entries = o.capacity}};
+    run(c, o);
+  } else if (o.cache == "tinylfu_sharded") {
+    arenastat::sharded_tinylfu_cache<u64, u64> c{"cache_profile.tinylfu_sharded", {.max_entries = o.capacity}};
+    run(c, o);
+  } else if (o.cache == "lru_sharded") {
+    arenastat::sharded_lru_cache<u64, u64> c{"cache_profile.lru_sharded", {.max_entries = o.capacity}};
     run(c, o);
   } else {
     std_lru c{o.capacity};
