@@ -6,6 +6,7 @@
 //
 //   cache_profile [--cache=tinylfu|lru|tinylfu_sharded|lru_sharded|std_lru]
 //                 [--capacity=N] [--factor=N] [--warmup=N] [--ops=N] [--windows=N]
+//                 [--breakdown=1]
 //
 // The sharded caches run on this one thread too (their locks taken and
 // released, never contended): the cost of the thread-safe path.
@@ -14,6 +15,15 @@
 // same generator, then --ops timed calls with keys drawn from seed 1803.
 // Prints ns per timed operation and the hit rate; --windows=N also prints the
 // hit rate of each of N equal windows of the timed operations.
+//
+// --breakdown=1 (plain caches only) then splits the cost: --ops more keys
+// from the timed generator, sorted by contains() into keys the cache holds
+// and keys it does not (contains changes nothing), are timed through
+// contains() (the lookup alone) and get() (the lookup and the policy's work
+// for a hit, or for a miss the key counted, nothing inserted), and the time
+// of a miss with its insertion and eviction is derived from the get_or_load
+// figure: (t - hit rate x t_hit) / (1 - hit rate). Each pass changes the
+// policy's state a little (a get counts), which the figures ignore.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -42,11 +52,12 @@ struct options {
   u64 warmup = 10'000'000;
   u64 ops = 20'000'000;
   u64 windows = 0;
+  bool breakdown = false;
 };
 
 constexpr std::string_view usage_text =
     "cache_profile [--cache=tinylfu|lru|tinylfu_sharded|lru_sharded|std_lru] [--capacity=N] [--factor=N]\n"
-    "              [--warmup=N] [--ops=N] [--windows=N]";
+    "              [--warmup=N] [--ops=N] [--windows=N] [--breakdown=1]";
 
 [[noreturn]] void usage_error(const std::string& msg) {
   arenastat::bench::usage_error("cache_profile", usage_text, msg);
@@ -79,11 +90,15 @@ options parse(int argc, char** argv) {
       o.ops = parse_number(name, value, 1, u64{1} << 32);
     } else if (name == "--windows") {
       o.windows = parse_number(name, value, 0, 1000);
+    } else if (name == "--breakdown") {
+      o.breakdown = parse_number(name, value, 0, 1) == 1;
     } else {
       usage_error("unknown option '" + std::string(a) + "'");
     }
   }
   if (o.windows > o.ops) usage_error("--windows must not exceed --ops");
+  if (o.breakdown && (o.cache == "std_lru" || o.cache.ends_with("_sharded")))
+    usage_error("--breakdown needs a plain cache of ours (tinylfu or lru)");
   return o;
 }
 
@@ -159,6 +174,30 @@ void run(Cache& c, const options& o) {
     std::printf("hit rate per window:");
     for (double r : window_rate) std::printf(" %.2f", r * 100);
     std::printf("\n");
+  }
+  if constexpr (requires { c.contains(u64{}); c.get(u64{}); }) {
+    if (o.breakdown) {
+      std::vector<u64> held, absent;
+      for (u64 i = 0; i < o.ops; ++i) {
+        const u64 k = timed.next();
+        (c.contains(k) ? held : absent).push_back(k);
+      }
+      const auto time_ns = [&](const std::vector<u64>& ks, auto op) {
+        const auto start = std::chrono::steady_clock::now();
+        for (const u64 k : ks) sink += op(k);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        return ks.empty() ? 0.0 : s * 1e9 / static_cast<double>(ks.size());
+      };
+      const double lookup = time_ns(held, [&](u64 k) { return static_cast<u64>(c.contains(k)); });
+      const double hit = time_ns(held, [&](u64 k) { return c.get(k).value_or(0); });
+      const double miss = time_ns(absent, [&](u64 k) { return c.get(k).value_or(0); });
+      const double t = seconds * 1e9 / static_cast<double>(o.ops);
+      const double r = static_cast<double>(h1 - h0) / static_cast<double>((h1 - h0) + (m1 - m0));
+      std::printf("breakdown: %zu keys held, %zu not: contains %.1f ns, get hit %.1f ns, get miss %.1f ns; "
+                  "a get_or_load miss with its insertion %.1f ns (derived)\n",
+                  held.size(), absent.size(), lookup, hit, miss, r < 1 ? (t - r * hit) / (1 - r) : 0.0);
+      std::printf("(checksum %llu)\n", static_cast<unsigned long long>(sink));
+    }
   }
   if constexpr (requires { c.policy().window_adjustments(); })
     std::printf("window: %zu entries, %llu changes by the window tuner\n", c.policy().window_max(),
