@@ -282,7 +282,9 @@ class basic_cache {
 
   // ---- operations ----------------------------------------------------------
 
-  std::optional<V> get(const K& key) { return get_hashed(key, hash_key(key)); }
+  // get and get_or_load are inlined into the caller with their hit path
+  // (see get_hashed).
+  [[gnu::always_inline]] std::optional<V> get(const K& key) { return get_hashed(key, hash_key(key)); }
 
   // Inserts or replaces. Returns false only when the insert was refused
   // (probe distance limit). Strong guarantee.
@@ -298,9 +300,15 @@ class basic_cache {
   // Read-through: the value of `key`, calling loader(key) and storing its
   // result on a miss. A throwing loader leaves the cache unchanged.
   template <class Loader>
-  V get_or_load(const K& key, Loader&& loader) {
+  [[gnu::always_inline]] V get_or_load(const K& key, Loader&& loader) {
     const hashed_key h = hash_key(key);
-    if (std::optional<V> v = get_hashed(key, h)) return std::move(*v);
+    if (std::optional<V> v = get_hashed(key, h)) [[likely]] return std::move(*v);
+    return load_and_put(key, h, std::forward<Loader>(loader));
+  }
+
+  // get_or_load's miss: the loader's value, stored (out of line).
+  template <class Loader>
+  [[gnu::noinline]] V load_and_put(const K& key, hashed_key h, Loader&& loader) {
     ++loads_;
     V v = std::invoke(std::forward<Loader>(loader), key);
     put_hashed(K(key), V(v), h, false);
@@ -372,16 +380,15 @@ class basic_cache {
   // ---- pre-hashed entry points (sharded_cache) -------------------------------
   hashed_key hash_key(const K& key) const { return detail::hash_of_key(hash_, key); }
 
-  std::optional<V> get_hashed(const K& key, hashed_key h) {
-    const std::uint32_t pos = slots_ ? find(h.h32(), key) : npos;
-    if (pos == npos) {
-      prefetch_likely_victim();
-      policy_.record(h);
-      ++misses_;
+  // The hit path is inline and short; the miss's work is out of line
+  // (see tinylfu_policy::on_hit on why the length of the hit path counts).
+  [[gnu::always_inline]] std::optional<V> get_hashed(const K& key, hashed_key h) {
+    const std::uint32_t i = slots_ ? find_index(h.h32(), key) : npos;
+    if (i == npos) [[unlikely]] {
+      count_miss(h);
       return std::nullopt;
     }
     ++hits_;
-    const std::uint32_t i = slot_index(slot(pos));
     policy_.on_hit(i, h, true);
     return store_.at(i).value;
   }
@@ -451,14 +458,21 @@ class basic_cache {
   }
   std::uint32_t advance(std::uint32_t pos) const noexcept { return pos + 1 == slot_count_ ? 0 : pos + 1; }
 
-  std::uint32_t find(std::uint32_t h32, const K& key) const {
+  // The slot holding key (npos: none), and find_index: its entry's index.
+  std::uint32_t find(std::uint32_t h32, const K& key) const { return probe(h32, key).pos; }
+  std::uint32_t find_index(std::uint32_t h32, const K& key) const { return probe(h32, key).index; }
+  struct found {
+    std::uint32_t pos, index;
+  };
+  found probe(std::uint32_t h32, const K& key) const {
     std::uint32_t pos = home(h32);
     const std::uint32_t want = tag_of(h32);
     for (std::uint32_t d = 0;; ++d) {
       const std::uint32_t s = slot(pos);
-      if (s == 0 || dist(s) < d) return npos;
+      if (s == 0 || dist(s) < d) return {npos, npos};
       if (slot_tag(s) == want) {
-        if (eq_(store_.at(slot_index(s)).key, key)) return pos;
+        const std::uint32_t i = slot_index(s);
+        if (eq_(store_.at(i).key, key)) return {pos, i};
       }
       pos = advance(pos);
     }
@@ -558,6 +572,14 @@ class basic_cache {
     store_.pages = pages;
     policy_memory_ = policy_memory;
     if (policy_memory) policy_.attach_memory(policy_memory, slot_count_);
+  }
+
+  // A lookup missed: the policy counts the key (a read-through insertion
+  // may follow).
+  [[gnu::noinline]] void count_miss(hashed_key h) noexcept {
+    prefetch_likely_victim();
+    policy_.record(h);
+    ++misses_;
   }
 
   // A miss may be followed by an insertion that evicts: start loading the
