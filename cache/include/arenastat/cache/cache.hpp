@@ -39,7 +39,8 @@
 // put() gives the strong guarantee (the contents and statistics are unchanged
 // when it throws; the structures allocated for the first insertion may stay
 // allocated and stay accounted); get_or_load() leaves the cache unchanged when
-// the loader throws. K and V must be nothrow move constructible and
+// the loader throws (only the miss and load counters count it; the policy
+// counts the key's access when the value is stored). K and V must be nothrow move constructible and
 // destructible, V nothrow move assignable. Not thread-safe: see sharded_cache.
 //
 // A Robin Hood probe distance above 63 slots (6 bits) is not representable:
@@ -298,20 +299,27 @@ class basic_cache {
   }
 
   // Read-through: the value of `key`, calling loader(key) and storing its
-  // result on a miss. A throwing loader leaves the cache unchanged.
+  // result on a miss. A throwing loader leaves the cache unchanged. On a
+  // miss the policy counts the access when the value is stored, after the
+  // eviction that makes room (as put() does): the lookup only starts loading
+  // the memory that counting and the eviction will touch, whose cache misses
+  // then overlap the loader and the eviction.
   template <class Loader>
   [[gnu::always_inline]] V get_or_load(const K& key, Loader&& loader) {
     const hashed_key h = hash_key(key);
-    if (std::optional<V> v = get_hashed(key, h)) [[likely]] return std::move(*v);
+    const std::uint32_t i = slots_ ? find_index(h.h32(), key) : npos;
+    if (i != npos) [[likely]] return hit(i, h);
     return load_and_put(key, h, std::forward<Loader>(loader));
   }
 
-  // get_or_load's miss: the loader's value, stored (out of line).
+  // get_or_load's miss: the loader's value, stored and counted (out of line).
   template <class Loader>
   [[gnu::noinline]] V load_and_put(const K& key, hashed_key h, Loader&& loader) {
+    prefetch_for_miss(h);
+    ++misses_;
     ++loads_;
     V v = std::invoke(std::forward<Loader>(loader), key);
-    put_hashed(K(key), V(v), h, false);
+    put_hashed(K(key), V(v), h, true);
     return v;
   }
 
@@ -388,9 +396,7 @@ class basic_cache {
       count_miss(h);
       return std::nullopt;
     }
-    ++hits_;
-    policy_.on_hit(i, h, true);
-    return store_.at(i).value;
+    return hit(i, h);
   }
 
   bool put_hashed(K&& key, V&& value, hashed_key h, bool record) {
@@ -574,12 +580,23 @@ class basic_cache {
     if (policy_memory) policy_.attach_memory(policy_memory, slot_count_);
   }
 
+  // A counted hit on entry i: its value.
+  [[gnu::always_inline]] const V& hit(std::uint32_t i, hashed_key h) noexcept {
+    ++hits_;
+    policy_.on_hit(i, h, true);
+    return store_.at(i).value;
+  }
   // A lookup missed: the policy counts the key (a read-through insertion
   // may follow).
   [[gnu::noinline]] void count_miss(hashed_key h) noexcept {
     prefetch_likely_victim();
     policy_.record(h);
     ++misses_;
+  }
+  // get_or_load missed: start loading what counting h and the eviction touch.
+  void prefetch_for_miss(hashed_key h) const noexcept {
+    policy_.prefetch(h.h32());
+    prefetch_likely_victim();
   }
 
   // A miss may be followed by an insertion that evicts: start loading the

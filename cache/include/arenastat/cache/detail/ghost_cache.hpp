@@ -4,12 +4,10 @@
 // sample of the keys (a miniature simulation: Waldspurger et al., "Cache
 // Modeling and Optimization using Miniature Simulations", USENIX ATC 2017).
 //
-// Same decisions as basic_cache<K, V, Selector> running get_or_load() on the
-// same 32-bit hashes (a test compares them access by access): an access that
-// misses is recorded, then the policy's victim leaves (once full) and the key
-// enters; a hit is a counted hit. (A put() of a new key records after the
-// eviction: the two can then differ when that record completes a sketch
-// halving.) The table has basic_cache's slot count (so the policy's sketch
+// Same decisions as basic_cache<K, V, Selector> running get_or_load() (or
+// put()) on the same 32-bit hashes (a test compares them access by access):
+// on an access that misses, the policy's victim leaves (once full), then the
+// access is recorded and the key enters; a hit is a counted hit. The table has basic_cache's slot count (so the policy's sketch
 // has the same geometry) with plain linear probing; two keys of equal hash
 // are one key here (a ghost only estimates).
 //
@@ -121,7 +119,6 @@ class ghost_cache {
         return true;
       }
     }
-    policy_.record(k);
     std::uint32_t i;
     if (links_.allocated < entries_) {
       i = links_.allocated++;
@@ -133,6 +130,7 @@ class ghost_cache {
       pos = home_slot(h, slot_count_);  // the erase may have shifted h's free slot
       while (slots_[pos] != 0) pos = advance(pos);
     }
+    policy_.record(k);
     links_.nodes[i].key = h;
     slots_[pos] = i + 1;
     policy_.on_insert(i, h);
