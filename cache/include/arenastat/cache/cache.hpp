@@ -663,6 +663,10 @@ class basic_cache {
     free_head_ = detail::nil_index;
   }
 
+  // First: the counters every lookup writes. In a sharded_cache they then
+  // share a cache line with the shard's lock, which every lookup writes too,
+  // so a shard's operation moves one line between cores, not two.
+  std::uint64_t hits_ = 0, misses_ = 0;
   std::string name_;
   std::optional<tracking_resource> tracker_;
   std::pmr::memory_resource* res_ = nullptr;
@@ -683,7 +687,7 @@ class basic_cache {
   std::uint64_t max_bytes_ = 0;
   std::uint64_t own_bytes_ = 0;
   std::uint64_t own_peak_ = 0;
-  std::uint64_t hits_ = 0, misses_ = 0, loads_ = 0, evictions_ = 0, rejected_ = 0;
+  std::uint64_t loads_ = 0, evictions_ = 0, rejected_ = 0;
 };
 
 template <class K, class V, class Hash = std::hash<K>, class Eq = std::equal_to<K>>
