@@ -90,6 +90,26 @@ TEST_CASE("exceptions: a throwing loader leaves the cache unchanged", "[cache][e
   CHECK(live(name) == before);
 }
 
+// get_or_load counts a missed key when it stores the value (after the
+// eviction): a load that throws stores nothing and counts nothing in the
+// policy, only the miss and the load in the statistics.
+TEST_CASE("exceptions: a throwing loader leaves the key's count as it was", "[cache][exceptions]") {
+  tinylfu_cache<u64, u64> c{"test.exc.loader-count", {.max_entries = 4}};
+  for (u64 k = 0; k < 4; ++k) c.put(k, k);
+  const std::uint32_t h = c.hash_key(99).h32();
+  CHECK_FALSE(c.get(99).has_value());  // two counted misses
+  CHECK_FALSE(c.get(99).has_value());
+  REQUIRE(c.policy().frequency(h) == 2);
+  CHECK_THROWS_AS(c.get_or_load(99, [](u64) -> u64 { throw std::runtime_error("no"); }), std::runtime_error);
+  CHECK(c.policy().frequency(h) == 2);
+  CHECK(c.stats().misses == 3);
+  CHECK(c.stats().loads == 1);
+  // A load that succeeds counts the access once: the new entry starts at 3.
+  CHECK(c.get_or_load(99, [](u64 k) { return k; }) == 99);
+  CHECK(c.policy().frequency(h) == 3);
+  CHECK(c.stats().misses == 4);
+}
+
 TEST_CASE("exceptions: a throwing hash leaves the cache unchanged", "[cache][exceptions]") {
   const std::string name = "test.exc.hash";
   basic_cache<u64, u64, lru, picky_hash> c{name, {.max_entries = 3}};
