@@ -40,8 +40,9 @@
 // when it throws; the structures allocated for the first insertion may stay
 // allocated and stay accounted); get_or_load() leaves the cache unchanged when
 // the loader throws (only the miss and load counters count it; the policy
-// counts the key's access when the value is stored). K and V must be nothrow move constructible and
-// destructible, V nothrow move assignable. Not thread-safe: see sharded_cache.
+// counts the key's access when the value is stored). K and V must be nothrow
+// move constructible and destructible, V nothrow move assignable. Not
+// thread-safe: see sharded_cache.
 //
 // A Robin Hood probe distance above 63 slots (6 bits) is not representable:
 // an insert that would need one is refused (put returns false, rejected

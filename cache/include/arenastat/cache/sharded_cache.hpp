@@ -201,7 +201,10 @@ class sharded_cache {
     return s.cache.erase(key);
   }
 
-  // Read-through with single-flight loading (see the header comment).
+  // Read-through with single-flight loading (see the header comment). A
+  // miss is counted by the policy at the lookup, under the shard lock (the
+  // loader runs outside it), not after the eviction as basic_cache's
+  // get_or_load counts it.
   template <class Loader>
   V get_or_load(const K& key, Loader&& loader) {
     const hashed_key h = hash_key(key);

@@ -5,11 +5,12 @@
 // Modeling and Optimization using Miniature Simulations", USENIX ATC 2017).
 //
 // Same decisions as basic_cache<K, V, Selector> running get_or_load() (or
-// put()) on the same 32-bit hashes (a test compares them access by access):
+// put()) on the same 32-bit hashes (tests compare them access by access):
 // on an access that misses, the policy's victim leaves (once full), then the
-// access is recorded and the key enters; a hit is a counted hit. The table has basic_cache's slot count (so the policy's sketch
-// has the same geometry) with plain linear probing; two keys of equal hash
-// are one key here (a ghost only estimates).
+// access is recorded and the key enters; a hit is a counted hit. The table
+// has basic_cache's slot count (so the policy's sketch has the same
+// geometry) with plain linear probing; two keys of equal hash are one key
+// here (a ghost only estimates).
 //
 // Memory, for `entries` entries: the policy's memory, 12-byte nodes {hash,
 // prev, next + policy state}, uint32 slots; bytes_for() is a multiple of 64.
