@@ -24,7 +24,9 @@
 // of a miss with its insertion and eviction is derived from the get_or_load
 // figure: (t - hit rate x t_hit) / (1 - hit rate). Each pass changes the
 // policy's state a little (a get counts), which the figures ignore.
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -55,6 +57,9 @@ struct options {
   bool breakdown = false;
 };
 
+// The --cache values, in the order the usage and errors name them.
+constexpr std::string_view cache_names[] = {"tinylfu", "lru", "tinylfu_sharded", "lru_sharded", "std_lru"};
+
 constexpr std::string_view usage_text =
     "cache_profile [--cache=tinylfu|lru|tinylfu_sharded|lru_sharded|std_lru] [--capacity=N] [--factor=N]\n"
     "              [--warmup=N] [--ops=N] [--windows=N] [--breakdown=1]";
@@ -75,10 +80,13 @@ options parse(int argc, char** argv) {
     if (eq == std::string_view::npos) usage_error("unknown option '" + std::string(a) + "'");
     const std::string_view name = a.substr(0, eq), value = a.substr(eq + 1);
     if (name == "--cache") {
-      if (value != "tinylfu" && value != "lru" && value != "tinylfu_sharded" && value != "lru_sharded" &&
-          value != "std_lru")
-        usage_error("bad value for --cache: '" + std::string(value) +
-                    "' (expected tinylfu, lru, tinylfu_sharded, lru_sharded or std_lru)");
+      if (std::ranges::find(cache_names, value) == std::end(cache_names)) {
+        std::string expected;
+        for (std::size_t n = 0; n < std::size(cache_names); ++n)
+          expected += std::string(n == 0 ? "" : n + 1 == std::size(cache_names) ? " or " : ", ") +
+                      std::string(cache_names[n]);
+        usage_error("bad value for --cache: '" + std::string(value) + "' (expected " + expected + ")");
+      }
       o.cache = value;
     } else if (name == "--capacity") {
       o.capacity = parse_number(name, value, 16, 1u << 24);
@@ -165,10 +173,11 @@ void run(Cache& c, const options& o) {
     window_rate.push_back(static_cast<double>(he - hb) / static_cast<double>((he - hb) + (me - mb)));
   }
   const auto [h1, m1] = hits_misses(c);
+  const double ns_per_op = seconds * 1e9 / static_cast<double>(o.ops);
+  const double hit_rate = static_cast<double>(h1 - h0) / static_cast<double>((h1 - h0) + (m1 - m0));
   std::printf("cache_profile: %s capacity %llu factor %llu warm-up %llu: %.1f ns/op, hit rate %.4f (checksum %llu)\n",
               o.cache.c_str(), static_cast<unsigned long long>(o.capacity), static_cast<unsigned long long>(o.factor),
-              static_cast<unsigned long long>(o.warmup), seconds * 1e9 / static_cast<double>(o.ops),
-              static_cast<double>(h1 - h0) / static_cast<double>((h1 - h0) + (m1 - m0)),
+              static_cast<unsigned long long>(o.warmup), ns_per_op, hit_rate,
               static_cast<unsigned long long>(sink));
   if (o.windows != 0) {
     std::printf("hit rate per window:");
@@ -191,11 +200,10 @@ void run(Cache& c, const options& o) {
       const double lookup = time_ns(held, [&](u64 k) { return static_cast<u64>(c.contains(k)); });
       const double hit = time_ns(held, [&](u64 k) { return c.get(k).value_or(0); });
       const double miss = time_ns(absent, [&](u64 k) { return c.get(k).value_or(0); });
-      const double t = seconds * 1e9 / static_cast<double>(o.ops);
-      const double r = static_cast<double>(h1 - h0) / static_cast<double>((h1 - h0) + (m1 - m0));
       std::printf("breakdown: %zu keys held, %zu not: contains %.1f ns, get hit %.1f ns, get miss %.1f ns; "
                   "a get_or_load miss with its insertion %.1f ns (derived)\n",
-                  held.size(), absent.size(), lookup, hit, miss, r < 1 ? (t - r * hit) / (1 - r) : 0.0);
+                  held.size(), absent.size(), lookup, hit, miss,
+                  hit_rate < 1 ? (ns_per_op - hit_rate * hit) / (1 - hit_rate) : 0.0);
       std::printf("(checksum %llu)\n", static_cast<unsigned long long>(sink));
     }
   }

@@ -308,7 +308,7 @@ class basic_cache {
   template <class Loader>
   [[gnu::always_inline]] V get_or_load(const K& key, Loader&& loader) {
     const hashed_key h = hash_key(key);
-    const std::uint32_t i = slots_ ? find_index(h.h32(), key) : npos;
+    const std::uint32_t i = index_of(h.h32(), key);
     if (i != npos) [[likely]] return hit(i, h);
     return load_and_put(key, h, std::forward<Loader>(loader));
   }
@@ -392,7 +392,7 @@ class basic_cache {
   // The hit path is inline and short; the miss's work is out of line
   // (see tinylfu_policy::on_hit on why the length of the hit path counts).
   [[gnu::always_inline]] std::optional<V> get_hashed(const K& key, hashed_key h) {
-    const std::uint32_t i = slots_ ? find_index(h.h32(), key) : npos;
+    const std::uint32_t i = index_of(h.h32(), key);
     if (i == npos) [[unlikely]] {
       count_miss(h);
       return std::nullopt;
@@ -465,9 +465,10 @@ class basic_cache {
   }
   std::uint32_t advance(std::uint32_t pos) const noexcept { return pos + 1 == slot_count_ ? 0 : pos + 1; }
 
-  // The slot holding key (npos: none), and find_index: its entry's index.
+  // The slot holding key (npos: none; the table must exist).
   std::uint32_t find(std::uint32_t h32, const K& key) const { return probe(h32, key).pos; }
-  std::uint32_t find_index(std::uint32_t h32, const K& key) const { return probe(h32, key).index; }
+  // The entry index of key, npos when absent (or before the first insertion).
+  std::uint32_t index_of(std::uint32_t h32, const K& key) const { return slots_ ? probe(h32, key).index : npos; }
   struct found {
     std::uint32_t pos, index;
   };
