@@ -1,9 +1,11 @@
 // Helpers shared by the cache tests.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory_resource>
 #include <new>
+#include <thread>
 #include <vector>
 
 #include "arenastat/account.hpp"
@@ -26,5 +28,18 @@ std::vector<std::uint64_t> lru_order(const Cache& c) {
   c.policy().for_each([&](std::uint32_t i) { keys.push_back(c.key_at(i)); });
   return keys;
 }
+
+// Releases every thread at once.
+class start_gate {
+ public:
+  explicit start_gate(int n) : waiting_(n) {}
+  void arrive_and_wait() {
+    waiting_.fetch_sub(1);
+    while (waiting_.load() > 0) std::this_thread::yield();
+  }
+
+ private:
+  std::atomic<int> waiting_;
+};
 
 }  // namespace cache_test

@@ -18,24 +18,8 @@
 
 using namespace arenastat;
 using cache_test::live;
+using cache_test::start_gate;
 using u64 = std::uint64_t;
-
-namespace {
-
-// Releases every thread at once.
-class start_gate {
- public:
-  explicit start_gate(int n) : waiting_(n) {}
-  void arrive_and_wait() {
-    waiting_.fetch_sub(1);
-    while (waiting_.load() > 0) std::this_thread::yield();
-  }
-
- private:
-  std::atomic<int> waiting_;
-};
-
-}  // namespace
 
 TEST_CASE("sharded: shards split the entry bound, the rest goes to the first shards", "[cache][sharded]") {
   sharded_lru_cache<u64, u64> c{"test.sharded.split", {.max_entries = 1003, .shards = 4}};

@@ -49,7 +49,9 @@
 // counts it). With a working hash this needs a cluster far beyond what load
 // 3/4 produces (none in 48M puts filling 16M entries).
 #pragma once
+#include <atomic>
 #include <bit>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -67,6 +69,7 @@
 #include "arenastat/cache/detail/index_list.hpp"
 #include "arenastat/cache/detail/hashed_key.hpp"
 #include "arenastat/cache/detail/home_slot.hpp"
+#include "arenastat/cache/detail/read_stripes.hpp"
 #include "arenastat/cache/hash.hpp"
 #include "arenastat/cache/lru_policy.hpp"
 #include "arenastat/cache/tinylfu_policy.hpp"
@@ -443,6 +446,65 @@ class basic_cache {
 
   void count_load() noexcept { ++loads_; }
 
+  // Whether silent_hit() exists for these types: keys and values copied as
+  // bytes, and a policy that can tell a hit that changes nothing.
+  static constexpr bool silent_hits =
+      std::is_trivially_copyable_v<K> && std::is_trivially_copyable_v<V> &&
+      requires(const policy_type& p, std::uint32_t s, hashed_key k) {
+        { p.hit_is_silent(s, k) } -> std::same_as<bool>;
+      };
+
+  // sharded_cache's hit without the lock: the value of key when it is cached
+  // and a counted hit on it would change nothing (policy_type::hit_is_silent);
+  // then the hit changes nothing here either, and is not counted here (the
+  // caller counts it). Runs while a writer may change the cache: it reads the
+  // table, the node and the policy state as they are, and trusts nothing it
+  // read until unchanged() (the shard's version) says no writer ran since
+  // before the first read; a slot, index or page pointer seen mid-write is
+  // bounded before use (index below the capacity, page present, probe within
+  // the distance limit), and the memory read is never freed meanwhile (the
+  // caller keeps clear() out). The key is compared (the user's Eq) only on a
+  // copy taken and checked that way. nullopt: not cached, not silent, or a
+  // writer ran: take the lock and do it there.
+  template <class Unchanged>
+    requires silent_hits
+  ARENASTAT_RACY_READER std::optional<V> silent_hit(const K& key, hashed_key h, Unchanged&& unchanged) const {
+    std::uint32_t* const slots = std::atomic_ref<std::uint32_t*>(const_cast<std::uint32_t*&>(slots_))
+                                     .load(std::memory_order_acquire);
+    if (slots == nullptr) return std::nullopt;
+    node** const pages = store_.pages;  // set before slots_ was published, and kept
+    const std::uint32_t h32 = h.h32();
+    const std::uint32_t want = tag_of(h32);
+    std::uint32_t pos = home(h32);
+    for (std::uint32_t d = 0; d <= max_probe_distance; ++d, pos = advance(pos)) {
+      const std::uint32_t s = std::atomic_ref<std::uint32_t>(slots[pos]).load(std::memory_order_relaxed);
+      if (s == 0 || dist(s) < d) return std::nullopt;
+      if (slot_tag(s) != want) continue;
+      const std::uint32_t i = slot_index(s);
+      if (i >= capacity_) return std::nullopt;
+      node* const page = std::atomic_ref<node*>(pages[i >> store_type::page_shift]).load(std::memory_order_relaxed);
+      if (page == nullptr) return std::nullopt;
+      node& n = page[i & (page_entries - 1)];
+      struct alignas(K) key_bytes {
+        unsigned char b[sizeof(K)];
+      } kb;
+      struct alignas(V) value_bytes {
+        unsigned char b[sizeof(V)];
+      } vb;
+      detail::racy_copy(&kb, std::addressof(n.key), sizeof(K));
+      detail::racy_copy(&vb, std::addressof(n.value), sizeof(V));
+      const std::uint32_t state =
+          std::atomic_ref<std::uint32_t>(n.next).load(std::memory_order_relaxed) >> detail::index_bits;
+      const bool silent = policy_.hit_is_silent(state, h);
+      if (!unchanged()) return std::nullopt;
+      if (eq_(std::bit_cast<K>(kb), key)) {
+        if (!silent) return std::nullopt;
+        return std::bit_cast<V>(vb);
+      }
+    }
+    return std::nullopt;
+  }
+
  private:
   template <class, class, class, class, class>
   friend class sharded_cache;
@@ -576,10 +638,12 @@ class basic_cache {
     }
     std::memset(table, 0, table_bytes);
     for (std::uint32_t p = 0; p < page_count_; ++p) pages[p] = nullptr;
-    slots_ = table;
     store_.pages = pages;
     policy_memory_ = policy_memory;
     if (policy_memory) policy_.attach_memory(policy_memory, slot_count_);
+    // Published last, after everything it leads to (silent_hit() may read
+    // it without the lock and follows it).
+    std::atomic_ref<std::uint32_t*>(slots_).store(table, std::memory_order_release);
   }
 
   // A counted hit on entry i: its value.

@@ -90,6 +90,9 @@ class sharded_cache {
   using shard_cache = basic_cache<K, V, typename detail::shard_selector_of<Policy>::type, Hash, Eq>;
   using tuner_type = typename detail::shared_tuner_of<typename shard_cache::policy_type>::type;
   static constexpr bool shares_tuner = !std::is_same_v<tuner_type, detail::no_shared_tuner>;
+  // Whether hits that change nothing are served without the shard lock
+  // (see silent_hit; W-TinyLFU with trivially copyable keys and values).
+  static constexpr bool silent_hits = shard_cache::silent_hits;
   using hashed_key = detail::hashed_key;
   static constexpr std::size_t max_shards = 4096;
   static constexpr std::size_t min_default_shard_entries = 1024;
@@ -182,6 +185,8 @@ class sharded_cache {
   std::optional<V> get(const K& key) {
     const hashed_key h = hash_key(key);
     shard& s = shard_for(h);
+    if constexpr (silent_hits)
+      if (std::optional<V> v = silent_hit(s, key, h)) return v;
     std::lock_guard lk(s.mu);
     return s.cache.get_hashed(key, h);
   }
@@ -209,6 +214,8 @@ class sharded_cache {
   V get_or_load(const K& key, Loader&& loader) {
     const hashed_key h = hash_key(key);
     shard& s = shard_for(h);
+    if constexpr (silent_hits)
+      if (std::optional<V> v = silent_hit(s, key, h)) return std::move(*v);
     std::unique_lock lk(s.mu);
     if (std::optional<V> v = s.cache.get_hashed(key, h)) return std::move(*v);
     for (flight* f = s.flights; f != nullptr; f = f->next)
@@ -246,12 +253,17 @@ class sharded_cache {
 
   // Removes every entry of every shard (the shards and the tuner stay: see
   // the header comment); the tuner starts over.
+  // Silent hits (served without a lock) are shut out meanwhile: clear()
+  // frees what they read.
   void clear() {
+    stripes_.begin_reclaim();
     for (std::uint32_t k = 0; k < shard_count_; ++k) {
       std::lock_guard lk(shards_[k].mu);
       shards_[k].cache.clear();
     }
     tuner_.clear();
+    silent_hits_cleared_.store(stripes_.hits(), std::memory_order_relaxed);
+    stripes_.end_reclaim();
   }
 
   std::size_t size() const {
@@ -290,6 +302,7 @@ class sharded_cache {
       t.own_bytes += s.own_bytes;
       t.peak_bytes += s.peak_bytes;  // sum of shard peaks (replaced below when tracked)
     }
+    t.hits += silent_hit_count();
     t.own_bytes += fixed_bytes();
     if (tracker_) {
       t.live_bytes = tracker_->tracked_account().live_bytes();
@@ -300,6 +313,12 @@ class sharded_cache {
     }
     t.bytes_per_entry = t.size == 0 ? 0.0 : static_cast<double>(t.own_bytes) / static_cast<double>(t.size);
     return t;
+  }
+
+  // Hits served without the shard lock since construction or clear(),
+  // included in stats().hits (0 when silent_hits is false).
+  std::uint64_t silent_hit_count() const noexcept {
+    return stripes_.hits() - silent_hits_cleared_.load(std::memory_order_relaxed);
   }
 
   std::size_t shard_count() const noexcept { return shard_count_; }
@@ -335,7 +354,7 @@ class sharded_cache {
     shard(const std::string& name, const cache_options& o, std::pmr::memory_resource* res, const Hash& h,
           const Eq& e)
         : cache(name, o, res, h, e) {}
-    mutable detail::shard_mutex mu;
+    mutable detail::versioned_shard_mutex mu;
     shard_cache cache;
     flight* flights = nullptr;
   };
@@ -368,7 +387,26 @@ class sharded_cache {
     return shards_[(static_cast<std::uint64_t>(h.low()) * shard_count_) >> 32];
   }
 
-  V wait_for(std::unique_lock<detail::shard_mutex>& lk, flight& f) {
+  // A hit served without the shard lock, when the key is cached and the hit
+  // would change nothing (basic_cache::silent_hit, read under the shard's
+  // version; counted in the thread's stripe); nullopt: take the lock.
+  [[gnu::always_inline]] std::optional<V> silent_hit(shard& s, const K& key, hashed_key h) {
+    detail::read_stripes::stripe* st = stripes_.enter();
+    if (st == nullptr) [[unlikely]] return std::nullopt;
+    struct leaver {
+      detail::read_stripes& stripes;
+      detail::read_stripes::stripe& stripe;
+      bool hit = false;
+      ~leaver() { stripes.leave(stripe, hit); }
+    } leave{stripes_, *st};
+    const std::uint64_t v = s.mu.read_begin();
+    if (v & 1) return std::nullopt;
+    std::optional<V> r = s.cache.silent_hit(key, h, [&s, v]() noexcept { return s.mu.read_unchanged(v); });
+    leave.hit = r.has_value();
+    return r;
+  }
+
+  V wait_for(std::unique_lock<detail::versioned_shard_mutex>& lk, flight& f) {
     if (!f.cv) f.cv.emplace();
     ++f.waiters;
     f.cv->wait(lk, [&] { return f.done; });
@@ -396,6 +434,8 @@ class sharded_cache {
   tuner_type tuner_;
   void* tuner_memory_ = nullptr;
   std::size_t tuner_bytes_ = 0;
+  detail::read_stripes stripes_;
+  std::atomic<std::uint64_t> silent_hits_cleared_{0};  // stripes_.hits() at the last clear()
 };
 
 template <class K, class V, class Hash = std::hash<K>, class Eq = std::equal_to<K>>

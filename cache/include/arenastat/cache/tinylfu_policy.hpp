@@ -75,6 +75,7 @@
 
 #include "arenastat/cache/detail/hashed_key.hpp"
 #include "arenastat/cache/detail/index_list.hpp"
+#include "arenastat/cache/detail/read_stripes.hpp"
 #include "arenastat/cache/detail/window_tuner.hpp"
 #include "arenastat/cache/frequency_sketch.hpp"
 
@@ -178,6 +179,27 @@ class tinylfu_policy {
     if constexpr (AdaptiveWindow)
       if (counted) tune(k);
     (void)k;
+  }
+
+  // Whether a counted hit on an entry of state s would change nothing, so
+  // that sharded_cache may serve it without the shard's lock (a silent hit):
+  // the count saturated, the reference bit set, the entry not in probation
+  // (no promotion), and no tuner to tell (the key outside the shared tuner's
+  // sample, its percent already applied; a tuner of the policy's own sees
+  // every access). Then on_hit(i, k, true) writes nothing. Called while a
+  // writer may be changing the policy: it only reads, and its answer is used
+  // only if the shard's version says no writer ran.
+  ARENASTAT_RACY_READER bool hit_is_silent(std::uint32_t s, detail::hashed_key k) const noexcept {
+    constexpr std::uint32_t set = count_mask | reference_bit;
+    if ((s & set) != set || (s & segment_mask) == static_cast<std::uint32_t>(tinylfu_segment::probation)) return false;
+    if constexpr (SharedTuner) {
+      const shared_tuner_type* t = shared_;
+      if (t != nullptr && (t->sampled(k) || t->percent() != applied_percent_)) return false;
+    } else if constexpr (AdaptiveWindow) {
+      return false;
+    }
+    (void)k;
+    return true;
   }
 
   // A probation hit: the entry moves to the front of protected (state t,

@@ -46,4 +46,46 @@ class shard_mutex {
   std::atomic<std::uint32_t> state_{0};
 };
 
+// A shard_mutex with a version, the writer side of a sequence lock: lock()
+// and unlock() each add one, so the version is odd while a thread holds the
+// lock and even when none does. A reader that takes no lock (sharded_cache's
+// silent hits) calls read_begin() before its reads and read_unchanged() after
+// them: an even version, unchanged, means no holder ran in between, so what
+// it read is one consistent state. The version lives beside the lock word
+// and is written only by the holder: a reader never writes this line.
+class versioned_shard_mutex {
+ public:
+  void lock() noexcept {
+    mu_.lock();
+    enter_writer();
+  }
+  bool try_lock() noexcept {
+    if (!mu_.try_lock()) return false;
+    enter_writer();
+    return true;
+  }
+  void unlock() noexcept {
+    version_.store(version_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    mu_.unlock();
+  }
+
+  // The version before a reader's reads (odd: a holder is at work).
+  std::uint64_t read_begin() const noexcept { return version_.load(std::memory_order_acquire); }
+  // After the reads: true when no holder ran since read_begin() gave v.
+  bool read_unchanged(std::uint64_t v) const noexcept {
+    std::atomic_thread_fence(std::memory_order_acquire);  // the reads above before the load below
+    return version_.load(std::memory_order_relaxed) == v;
+  }
+  std::uint64_t version() const noexcept { return version_.load(std::memory_order_relaxed); }
+
+ private:
+  void enter_writer() noexcept {
+    version_.store(version_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);  // the odd version before the holder's writes
+  }
+
+  shard_mutex mu_;
+  std::atomic<std::uint64_t> version_{0};
+};
+
 }  // namespace arenastat::detail
