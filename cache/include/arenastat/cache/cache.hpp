@@ -469,20 +469,19 @@ class basic_cache {
   template <class Unchanged>
     requires silent_hits
   ARENASTAT_RACY_READER std::optional<V> silent_hit(const K& key, hashed_key h, Unchanged&& unchanged) const {
-    std::uint32_t* const slots = std::atomic_ref<std::uint32_t*>(const_cast<std::uint32_t*&>(slots_))
-                                     .load(std::memory_order_acquire);
+    std::uint32_t* const slots = detail::racy_load_acquire(slots_);
     if (slots == nullptr) return std::nullopt;
-    node** const pages = store_.pages;  // set before slots_ was published, and kept
+    node** const pages = detail::racy_load(store_.pages);  // set before slots_ was published, and kept
     const std::uint32_t h32 = h.h32();
     const std::uint32_t want = tag_of(h32);
     std::uint32_t pos = home(h32);
     for (std::uint32_t d = 0; d <= max_probe_distance; ++d, pos = advance(pos)) {
-      const std::uint32_t s = std::atomic_ref<std::uint32_t>(slots[pos]).load(std::memory_order_relaxed);
+      const std::uint32_t s = detail::racy_load(slots[pos]);
       if (s == 0 || dist(s) < d) return std::nullopt;
       if (slot_tag(s) != want) continue;
       const std::uint32_t i = slot_index(s);
       if (i >= capacity_) return std::nullopt;
-      node* const page = std::atomic_ref<node*>(pages[i >> store_type::page_shift]).load(std::memory_order_relaxed);
+      node* const page = detail::racy_load(pages[i >> store_type::page_shift]);
       if (page == nullptr) return std::nullopt;
       node& n = page[i & (page_entries - 1)];
       struct alignas(K) key_bytes {
@@ -493,8 +492,7 @@ class basic_cache {
       } vb;
       detail::racy_copy(&kb, std::addressof(n.key), sizeof(K));
       detail::racy_copy(&vb, std::addressof(n.value), sizeof(V));
-      const std::uint32_t state =
-          std::atomic_ref<std::uint32_t>(n.next).load(std::memory_order_relaxed) >> detail::index_bits;
+      const std::uint32_t state = detail::racy_load(n.next) >> detail::index_bits;
       const bool silent = policy_.hit_is_silent(state, h);
       if (!unchanged()) return std::nullopt;
       if (eq_(std::bit_cast<K>(kb), key)) {

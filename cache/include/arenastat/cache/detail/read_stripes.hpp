@@ -8,8 +8,10 @@
 //                  reclaimer (clear(), which frees the shards' tables and
 //                  pages) first shuts new readers out and waits for those
 //                  inside to leave: nothing a reader may be reading is freed.
-//   racy_copy      copies bytes a writer may be changing (the reader checks
-//                  the shard's version before it trusts them).
+//   racy_copy, racy_load
+//                  copy bytes, load a word, that a writer may be changing
+//                  (the reader checks the shard's version before it trusts
+//                  them).
 //   ARENASTAT_RACY_READER
 //                  marks the functions that read such memory: always inlined
 //                  normally; under ThreadSanitizer out of line and not
@@ -48,6 +50,19 @@ ARENASTAT_RACY_READER inline void racy_copy(void* to, const void* from, std::siz
 #else
   __builtin_memcpy(to, from, n);
 #endif
+}
+
+// Loads a word a writer may be storing meanwhile (relaxed; acquire: later
+// reads see what was written before it was stored). The builtin, not
+// std::atomic_ref: the writers store plainly, and under ThreadSanitizer
+// atomic_ref's load would be an instrumented atomic racing with them.
+template <class T>
+ARENASTAT_RACY_READER inline T racy_load(const T& word) noexcept {
+  return __atomic_load_n(&word, __ATOMIC_RELAXED);
+}
+template <class T>
+ARENASTAT_RACY_READER inline T racy_load_acquire(const T& word) noexcept {
+  return __atomic_load_n(&word, __ATOMIC_ACQUIRE);
 }
 
 class read_stripes {
