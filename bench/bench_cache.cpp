@@ -147,6 +147,7 @@ constexpr u64 latency_sample_every = 16;
 // needs none); --quick: quick_warmup_factor.
 constexpr u64 default_warmup_factor = 150;
 constexpr u64 quick_warmup_factor = 5;
+constexpr unsigned max_pairs = 50;
 
 // ---- options ----------------------------------------------------------------------
 struct options {
@@ -159,11 +160,12 @@ struct options {
   bool json = false;
   u64 budget = 0;
   u64 penalty_ns = 1000;  // the penalty run's loader cost
+  unsigned pairs = 5;     // alternating 1- and 2-thread segments per sharded cache (0: none)
 };
 
 constexpr std::string_view usage_text =
     "bench_cache [--capacity=N] [--factor=N] [--threads=N] [--ops=N] [--warmup=N] [--quick]\n"
-    "                   [--json] [--budget=BYTES] [--penalty=NS]";
+    "                   [--json] [--budget=BYTES] [--penalty=NS] [--pairs=N]";
 
 [[noreturn]] void usage_error(const std::string& msg) { arenastat::bench::usage_error("bench_cache", usage_text, msg); }
 
@@ -208,6 +210,9 @@ options parse_options(int argc, char** argv) {
     } else if (name == "--penalty") {
       need();
       o.penalty_ns = parse_count(name, value, 0, 1'000'000'000);
+    } else if (name == "--pairs") {
+      need();
+      o.pairs = static_cast<unsigned>(parse_count(name, value, 0, max_pairs));
     } else if (name == "--budget") {
       need();
       try {
@@ -232,6 +237,8 @@ options parse_options(int argc, char** argv) {
           "  --warmup=N     untimed operations after the fill, before the timed ones (default\n"
           "                 150 x capacity; --quick: 5 x capacity): the JMH-style warm-up\n"
           "  --penalty=NS   loader CPU cost of the extra penalty run (default 1000)\n"
+          "  --pairs=N      each sharded cache: N alternating 1- and 2-thread segments of --ops / N\n"
+          "                 operations in one process, the median 2T / 1T ratio (default 5; 0: none)\n"
           "  --budget=BYTES same byte budget for every contender (suffix k/m/g); reports hit rates\n"
           "  --quick        small and short, for CI\n"
           "  --json         JSON on stdout (summary lines go to stderr)\n");
@@ -246,6 +253,9 @@ options parse_options(int argc, char** argv) {
   }
   if (!ops_set) o.ops = (o.quick ? 20 : 50) * o.capacity;
   if (!warmup_set) o.warmup = (o.quick ? quick_warmup_factor : default_warmup_factor) * o.capacity;
+  if (o.pairs != 0 && o.ops < 2ull * o.pairs)
+    usage_error("--pairs=" + std::to_string(o.pairs) + " needs --ops of at least 2 x pairs (" +
+                std::to_string(2ull * o.pairs) + "), got " + std::to_string(o.ops));
   return o;
 }
 
@@ -396,13 +406,19 @@ struct run_spec {
   u64 penalty_ns;
 };
 
+// The fill, then the warm-up: untimed, single-threaded, no penalty, the
+// same generator.
 template <class C>
-result measure(C& c, const run_spec& spec, const options& o, const zipf_params& zp, arenastat::scope& sc) {
+void fill_and_warm(C& c, const options& o, const zipf_params& zp) {
   const loader fill_loader{0};
   zipf_generator fill(zp, fill_seed);
   for (u64 i = 0; i < 3 * o.capacity; ++i) c.get_or_load(fill.next(), fill_loader);
-  // Warm-up: untimed, single-threaded, no penalty, same generator as the fill.
   for (u64 i = 0; i < o.warmup; ++i) c.get_or_load(fill.next(), fill_loader);
+}
+
+template <class C>
+result measure(C& c, const run_spec& spec, const options& o, const zipf_params& zp, arenastat::scope& sc) {
+  fill_and_warm(c, o, zp);
 
   const auto [hits0, misses0] = c.hits_misses();
   const memory_figures mem0 = c.memory();
@@ -490,19 +506,98 @@ result measure(C& c, const run_spec& spec, const options& o, const zipf_params& 
   return r;
 }
 
+// ---- 2 threads against 1, in alternation (--pairs) ---------------------------------
+// A sharded cache's two-thread figure against its one-thread figure, measured
+// in one process on one warmed cache: `pairs` pairs of segments of ops / pairs
+// operations, one thread then two (every other pair two then one, so that a
+// drift of the machine's speed within a pair favours neither), each segment's
+// throughput the sum over its threads of ops / busy time (keys generated
+// outside the timed blocks; no latency sampling). Separate runs of each
+// thread count, minutes apart, move with the machine's speed (docs/cache.md).
+struct scaling_result {
+  char cache[24] = {};
+  unsigned pairs = 0;
+  u64 segment_ops = 0;
+  double one[max_pairs] = {};  // ops/s, 1 thread
+  double two[max_pairs] = {};  // ops/s, 2 threads
+  bool ok = false;
+  char error[160] = {};
+};
+
+template <class C>
+double timed_segment(C& c, std::vector<zipf_generator>& gens, unsigned T, u64 ops) {
+  const loader timed_loader{0};
+  std::vector<double> rate(T, 0.0);
+  std::atomic<unsigned> waiting{T};
+  std::atomic<u64> checksum{0};
+  auto work = [&](unsigned t) {
+    const u64 my_ops = ops / T + (t < ops % T ? 1 : 0);
+    u64 keys[block_keys];
+    waiting.fetch_sub(1);
+    while (waiting.load() != 0) std::this_thread::yield();
+    double busy = 0;
+    u64 sink = 0;
+    for (u64 i = 0; i < my_ops; i += block_keys) {
+      const u64 n = std::min<u64>(block_keys, my_ops - i);
+      for (u64 j = 0; j < n; ++j) keys[j] = gens[t].next();
+      const auto start = clock_type::now();
+      for (u64 j = 0; j < n; ++j) sink += c.get_or_load(keys[j], timed_loader);
+      busy += std::chrono::duration<double>(clock_type::now() - start).count();
+    }
+    rate[t] = busy > 0 ? static_cast<double>(my_ops) / busy : 0.0;
+    checksum.fetch_add(sink);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < T; ++t) pool.emplace_back(work, t);
+  for (auto& th : pool) th.join();
+  double sum = 0;
+  for (double r : rate) sum += r;
+  return sum;
+}
+
+template <class C>
+scaling_result measure_scaling(C& c, const std::string& cache, const options& o, const zipf_params& zp) {
+  fill_and_warm(c, o, zp);
+  scaling_result r;
+  std::snprintf(r.cache, sizeof r.cache, "%s", cache.c_str());
+  r.pairs = o.pairs;
+  r.segment_ops = o.ops / o.pairs;
+  std::vector<zipf_generator> gens;
+  for (unsigned t = 0; t < 2; ++t) gens.emplace_back(zp, fill_seed + 1 + t);
+  for (unsigned p = 0; p < o.pairs; ++p) {
+    if (p % 2 == 0) {
+      r.one[p] = timed_segment(c, gens, 1, r.segment_ops);
+      r.two[p] = timed_segment(c, gens, 2, r.segment_ops);
+    } else {
+      r.two[p] = timed_segment(c, gens, 2, r.segment_ops);
+      r.one[p] = timed_segment(c, gens, 1, r.segment_ops);
+    }
+  }
+  r.ok = true;
+  return r;
+}
+
+// The median of the pairs' 2T / 1T ratios.
+double median_ratio(const scaling_result& r) {
+  std::vector<double> q;
+  for (unsigned p = 0; p < r.pairs; ++p) q.push_back(r.one[p] > 0 ? r.two[p] / r.one[p] : 0.0);
+  std::sort(q.begin(), q.end());
+  if (q.empty()) return 0;
+  return q.size() % 2 == 1 ? q[q.size() / 2] : (q[q.size() / 2 - 1] + q[q.size() / 2]) / 2;
+}
+
 std::string scope_name(const run_spec& s) {
   std::string n = "bench_cache/" + s.cache + "/t" + std::to_string(s.threads);
   if (s.penalty_ns != 0) n += "/penalty" + std::to_string(s.penalty_ns);
   return n;
 }
 
-// Builds and measures one contender; runs in the child process.
-result run_in_child(const run_spec& spec, const options& o, const zipf_params& zp) {
-  const std::string sname = scope_name(spec);
-  arenastat::scope sc{sname};
-  const std::string account = "bench_cache." + spec.cache;
+// Builds the contender named `cache` (behind one mutex when `lock`, for the
+// plain caches and std_lru) and returns body(contender).
+template <class Body>
+auto with_contender(const std::string& cache, bool lock, const options& o, Body&& body) {
+  const std::string account = "bench_cache." + cache;
   const std::size_t cap = static_cast<std::size_t>(o.capacity);
-  const bool lock = spec.threads > 1;
   auto plain_opts = [&] {
     arenastat::cache_options c;
     if (o.budget != 0) c.max_bytes = o.budget;
@@ -517,33 +612,42 @@ result run_in_child(const run_spec& spec, const options& o, const zipf_params& z
   };
   using arenastat::basic_cache;
   using arenastat::sharded_cache;
-  if (spec.cache == "lru") {
+  if (cache == "lru") {
     locked<ours<basic_cache<u64, u64, arenastat::lru>>> c(account, plain_opts());
     c.use_lock(lock);
-    return measure(c, spec, o, zp, sc);
+    return body(c);
   }
-  if (spec.cache == "tinylfu") {
+  if (cache == "tinylfu") {
     locked<ours<basic_cache<u64, u64, arenastat::tinylfu>>> c(account, plain_opts());
     c.use_lock(lock);
-    return measure(c, spec, o, zp, sc);
+    return body(c);
   }
-  if (spec.cache == "lru_sharded") {
+  if (cache == "lru_sharded") {
     ours<sharded_cache<u64, u64, arenastat::lru>> c(account, sharded_opts());
-    return measure(c, spec, o, zp, sc);
+    return body(c);
   }
-  if (spec.cache == "tinylfu_sharded") {
+  if (cache == "tinylfu_sharded") {
     ours<sharded_cache<u64, u64, arenastat::tinylfu>> c(account, sharded_opts());
-    return measure(c, spec, o, zp, sc);
+    return body(c);
   }
   locked<std_lru> c(o.budget != 0 ? SIZE_MAX : cap, o.budget);
   c.use_lock(lock);
-  return measure(c, spec, o, zp, sc);
+  return body(c);
+}
+
+// Builds and measures one contender; runs in the child process.
+result run_in_child(const run_spec& spec, const options& o, const zipf_params& zp) {
+  arenastat::scope sc{scope_name(spec)};
+  return with_contender(spec.cache, spec.threads > 1, o, [&](auto& c) { return measure(c, spec, o, zp, sc); });
 }
 
 u64 read_vm_hwm() { return arenastat::read_process_info().hwm_bytes; }
 
-// Forks a child per run so that VmHWM is the contender's own.
-result run_forked(const run_spec& spec, const options& o, const zipf_params& zp) {
+// Runs body() in a child process and returns its result (a plain struct
+// with `ok` and `error`, sent back through a pipe), so that each run's VmHWM
+// and heap are its own.
+template <class R, class Body>
+R in_child(const std::string& what, Body&& body) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   std::fflush(nullptr);
@@ -561,10 +665,9 @@ result run_forked(const run_spec& spec, const options& o, const zipf_params& zp)
         std::fprintf(stderr, "bench_cache: ARENASTAT_AT_EXIT: %s\n", e.what());
       }
     }
-    result r;
+    R r;
     try {
-      r = run_in_child(spec, o, zp);
-      r.vm_hwm_bytes = read_vm_hwm();
+      r = body();
     } catch (const std::exception& e) {
       r.ok = false;
       std::snprintf(r.error, sizeof r.error, "%s", e.what());
@@ -581,7 +684,7 @@ result run_forked(const run_spec& spec, const options& o, const zipf_params& zp)
     std::exit(r.ok ? 0 : 1);  // runs the at-exit report when ARENASTAT asks for one
   }
   close(fds[1]);
-  result r;
+  R r;
   char* p = reinterpret_cast<char*>(&r);
   std::size_t got = 0;
   while (got < sizeof r) {
@@ -593,10 +696,25 @@ result run_forked(const run_spec& spec, const options& o, const zipf_params& zp)
   int status = 0;
   waitpid(pid, &status, 0);
   if (got != sizeof r) {
-    r = result{};
-    std::snprintf(r.error, sizeof r.error, "child for %s died (status %d)", spec.cache.c_str(), status);
+    r = R{};
+    std::snprintf(r.error, sizeof r.error, "child for %s died (status %d)", what.c_str(), status);
   }
   return r;
+}
+
+result run_forked(const run_spec& spec, const options& o, const zipf_params& zp) {
+  return in_child<result>(spec.cache, [&] {
+    result r = run_in_child(spec, o, zp);
+    r.vm_hwm_bytes = read_vm_hwm();
+    return r;
+  });
+}
+
+scaling_result scaling_forked(const std::string& cache, const options& o, const zipf_params& zp) {
+  return in_child<scaling_result>(cache, [&] {
+    arenastat::scope sc{"bench_cache/" + cache + "/pairs"};
+    return with_contender(cache, true, o, [&](auto& c) { return measure_scaling(c, cache, o, zp); });
+  });
 }
 
 // ---- output ------------------------------------------------------------------------------
@@ -606,7 +724,8 @@ std::string json_number(double v) {
   return buf;
 }
 
-std::string to_json(const options& o, const zipf_params& zp, const std::vector<result>& rs) {
+std::string to_json(const options& o, const zipf_params& zp, const std::vector<result>& rs,
+                    const std::vector<scaling_result>& scaling) {
   std::string s = "{\"version\":1,\"config\":{";
   s += "\"capacity\":" + std::to_string(o.capacity);
   s += ",\"factor\":" + std::to_string(o.factor);
@@ -622,6 +741,7 @@ std::string to_json(const options& o, const zipf_params& zp, const std::vector<r
   s += ",\"latency_sample_every\":" + std::to_string(latency_sample_every);
   s += ",\"quick\":" + std::string(o.quick ? "true" : "false");
   s += ",\"hardware_threads\":" + std::to_string(std::thread::hardware_concurrency());
+  s += ",\"pairs\":" + std::to_string(o.pairs);
   s += "},\"results\":[";
   bool first = true;
   for (const result& r : rs) {
@@ -641,6 +761,22 @@ std::string to_json(const options& o, const zipf_params& zp, const std::vector<r
     s += ",\"vm_hwm_bytes\":" + std::to_string(r.vm_hwm_bytes);
     s += ",\"latency_ns\":{\"p50\":" + std::to_string(r.p50) + ",\"p99\":" + std::to_string(r.p99) +
          ",\"p999\":" + std::to_string(r.p999) + ",\"max\":" + std::to_string(r.max) + "}}";
+  }
+  s += "],\"scaling\":[";
+  first = true;
+  for (const scaling_result& r : scaling) {
+    if (!first) s += ",";
+    first = false;
+    s += "{\"cache\":\"" + std::string(r.cache) + "\"";
+    s += ",\"pairs\":" + std::to_string(r.pairs);
+    s += ",\"segment_ops\":" + std::to_string(r.segment_ops);
+    std::string one, two;
+    for (unsigned p = 0; p < r.pairs; ++p) {
+      one += (p ? "," : "") + json_number(r.one[p]);
+      two += (p ? "," : "") + json_number(r.two[p]);
+    }
+    s += ",\"ops_per_s_1t\":[" + one + "],\"ops_per_s_2t\":[" + two + "]";
+    s += ",\"median_ratio\":" + json_number(median_ratio(r)) + "}";
   }
   s += "]}";
   return s;
@@ -740,7 +876,23 @@ int main(int argc, char** argv) {
     results[i] = r;
   }
 
-  if (o.json) std::printf("%s\n", to_json(o, zp, results).c_str());
+  // Each sharded cache's two threads against one, in alternating pairs.
+  std::vector<scaling_result> scaling;
+  if (o.budget == 0 && o.threads >= 2 && o.pairs != 0) {
+    for (const char* sharded : {"lru_sharded", "tinylfu_sharded"}) {
+      scaling_result r = scaling_forked(sharded, o, zp);
+      if (!r.ok) {
+        std::fprintf(stderr, "bench_cache: pairs of %s failed: %s\n", sharded, r.error);
+        return 1;
+      }
+      std::fprintf(text, "pairs %s: Mops/s 1T/2T", sharded);
+      for (unsigned p = 0; p < r.pairs; ++p) std::fprintf(text, " %.2f/%.2f", r.one[p] / 1e6, r.two[p] / 1e6);
+      std::fprintf(text, "\n");
+      scaling.push_back(r);
+    }
+  }
+
+  if (o.json) std::printf("%s\n", to_json(o, zp, results, scaling).c_str());
 
   const result* tl = find(results, "tinylfu", 1, 0);
   const result* base = find(results, "std_lru", 1, 0);
@@ -766,5 +918,8 @@ int main(int argc, char** argv) {
       std::fprintf(text, "ratio %s 2 threads / 1 thread throughput: %.2fx (goal >= 1.9x)\n", sharded,
                    two->ops_per_s / one->ops_per_s);
   }
+  for (const scaling_result& r : scaling)
+    std::fprintf(text, "ratio %s 2 threads / 1 thread, median of %u alternating pairs in one process: %.2fx (goal >= 1.9x)\n",
+                 r.cache, r.pairs, median_ratio(r));
   return 0;
 }

@@ -13,7 +13,9 @@
 //
 // Fill 3 x capacity get_or_load calls from seed 1802, --warmup more from the
 // same generator, then --ops timed calls with keys drawn from seed 1803.
-// Prints ns per timed operation and the hit rate; --windows=N also prints the
+// Prints ns per timed operation and the hit rate (for a sharded W-TinyLFU
+// cache also the share of the timed hits served without the shard lock:
+// silent hits, docs/cache.md); --windows=N also prints the
 // hit rate of each of N equal windows of the timed operations.
 //
 // --breakdown=1 (plain caches only) then splits the cost: --ops more keys
@@ -163,6 +165,8 @@ void run(Cache& c, const options& o) {
   u64 sink = 0;
   double seconds = 0;
   const auto [h0, m0] = hits_misses(c);
+  u64 silent0 = 0;
+  if constexpr (requires { c.silent_hit_count(); }) silent0 = c.silent_hit_count();
   for (u64 w = 0; w < windows; ++w) {
     const u64 begin = o.ops * w / windows, end = o.ops * (w + 1) / windows;
     const auto [hb, mb] = hits_misses(c);
@@ -179,6 +183,13 @@ void run(Cache& c, const options& o) {
               o.cache.c_str(), static_cast<unsigned long long>(o.capacity), static_cast<unsigned long long>(o.factor),
               static_cast<unsigned long long>(o.warmup), ns_per_op, hit_rate,
               static_cast<unsigned long long>(sink));
+  if constexpr (requires { c.silent_hit_count(); }) {
+    if (c.silent_hits) {
+      const u64 silent = c.silent_hit_count() - silent0;
+      std::printf("silent hits (no shard lock): %llu, %.2f%% of the timed hits\n", static_cast<unsigned long long>(silent),
+                  h1 == h0 ? 0.0 : 100.0 * static_cast<double>(silent) / static_cast<double>(h1 - h0));
+    }
+  }
   if (o.windows != 0) {
     std::printf("hit rate per window:");
     for (double r : window_rate) std::printf(" %.2f", r * 100);

@@ -1,5 +1,5 @@
 // sharded_cache: the thread-safe variant. N shards, each a basic_cache with
-// its own lock (detail::shard_mutex: spins briefly, then sleeps) and its own
+// its own lock (detail::versioned_shard_mutex: spins briefly, then sleeps) and its own
 // policy state; a key's shard is chosen from the low
 // 32 bits of its mixed hash (the shard's table uses the high bits).
 //
@@ -17,6 +17,14 @@
 // window_tuner::ghost_entries(capacity) entries over a hash sample of every
 // shard's keys, under a lock of its own tried only for sampled keys); each
 // shard follows the window percent it chooses.
+//
+// Silent hits (silent_hits: W-TinyLFU, trivially copyable K and V): a hit
+// that would change nothing (tinylfu_policy::hit_is_silent) is served
+// without the shard lock, as the reader of a sequence lock whose writers are
+// the lock's holders (detail::versioned_shard_mutex): the reader checks the
+// shard's version before and after its reads, and counts the hit in its
+// thread's stripe (detail::read_stripes), so a hot key's hit writes no line
+// another thread uses. clear() drains the stripes before it frees anything.
 //
 // Single-flight loading: get_or_load() on a missing key registers an
 // in-flight record (on the loading thread's stack, no allocation) before
