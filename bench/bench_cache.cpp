@@ -160,7 +160,7 @@ struct options {
   bool json = false;
   u64 budget = 0;
   u64 penalty_ns = 1000;  // the penalty run's loader cost
-  unsigned pairs = 5;     // alternating 1- and 2-thread segments per sharded cache (0: none)
+  unsigned pairs = 9;     // alternating 1- and 2-thread segments per sharded cache (0: none)
 };
 
 constexpr std::string_view usage_text =
@@ -238,7 +238,7 @@ options parse_options(int argc, char** argv) {
           "                 150 x capacity; --quick: 5 x capacity): the JMH-style warm-up\n"
           "  --penalty=NS   loader CPU cost of the extra penalty run (default 1000)\n"
           "  --pairs=N      each sharded cache: N alternating 1- and 2-thread segments of --ops / N\n"
-          "                 operations in one process, the median 2T / 1T ratio (default 5; 0: none)\n"
+          "                 operations in one process, the median 2T / 1T ratio (default 9; 0: none)\n"
           "  --budget=BYTES same byte budget for every contender (suffix k/m/g); reports hit rates\n"
           "  --quick        small and short, for CI\n"
           "  --json         JSON on stdout (summary lines go to stderr)\n");

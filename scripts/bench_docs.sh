@@ -245,6 +245,23 @@ pause_line=$(grep "pauses: " "$work/alloc.err" || true)
     awk -F'\t' '{ printf "| %s | %.1f | %.0f | %.4f | %d | %.1f | %d | %d | %d | %d | %d |\n",
                   $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 }' "$work/cache.tsv"
     echo
+    echo "Goals and ratios of this run (the two-thread goal is read from the alternating"
+    echo "pairs, each sharded cache's one- and two-thread segments seconds apart in one process:"
+    echo "[cache.md](cache.md#the-zipfian-benchmark-bench_cache)):"
+    echo
+    echo '```'
+    grep -E '^(ratio|bytes/entry|hit rate:|pairs )' "$work/cache.err" || true
+    echo '```'
+    if [ "$(jq '.scaling | length' "$work/cache.json")" -gt 0 ]; then
+      echo
+      echo "| sharded cache | pair | 1 thread Mops/s | 2 threads Mops/s | 2T / 1T |"
+      echo "|---|---:|---:|---:|---:|"
+      jq -r '.scaling[] | .cache as $c | range(0; .pairs) as $p |
+             [$c, $p + 1, .ops_per_s_1t[$p], .ops_per_s_2t[$p]] | @tsv' "$work/cache.json" |
+        awk -F'\t' '{ printf "| %s | %d | %.2f | %.2f | %.2f |\n", $1, $2, $3 / 1e6, $4 / 1e6, $4 / $3 }'
+      jq -r '.scaling[] | "| \(.cache) | median | | | \(.median_ratio * 100 | round / 100) |"' "$work/cache.json"
+    fi
+    echo
     echo "![throughput vs bytes per entry](img/cache_throughput_vs_bytes.png)"
     if [ -s "$work/budget.tsv" ]; then
       echo

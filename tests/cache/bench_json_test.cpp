@@ -52,7 +52,7 @@ TEST_CASE("bench_cache --quick --json: every field of every row", "[cache][bench
   CHECK(cfg.at("penalty_ns") == 1000);
   CHECK(cfg.at("budget_bytes") == 0);
   CHECK(cfg.at("quick") == true);
-  CHECK(cfg.at("pairs") == 5);
+  CHECK(cfg.at("pairs") == 9);
 
   const auto& rows = j.at("results");
   // 5 contenders x threads 1..2, then the 5 contenders with the penalty.
@@ -107,8 +107,8 @@ TEST_CASE("bench_cache --quick --json: every field of every row", "[cache][bench
   }
   CHECK(seen.size() == 10);
 
-  // Each sharded cache's alternating pairs: 5 segments of 400,000 / 5
-  // operations at each thread count, and the median of the 5 ratios.
+  // Each sharded cache's alternating pairs: 9 segments of 400,000 / 9
+  // operations at each thread count, and the median of the 9 ratios.
   const auto& scaling = j.at("scaling");
   REQUIRE(scaling.size() == 2);
   CHECK(scaling[0].at("cache") == "lru_sharded");
@@ -116,20 +116,20 @@ TEST_CASE("bench_cache --quick --json: every field of every row", "[cache][bench
   for (const auto& s : scaling) {
     CAPTURE(s.dump());
     CHECK(s.size() == 6);
-    CHECK(s.at("pairs") == 5);
-    CHECK(s.at("segment_ops") == 80000);
+    CHECK(s.at("pairs") == 9);
+    CHECK(s.at("segment_ops") == 44444);
     const auto one = s.at("ops_per_s_1t").get<std::vector<double>>();
     const auto two = s.at("ops_per_s_2t").get<std::vector<double>>();
-    REQUIRE(one.size() == 5);
-    REQUIRE(two.size() == 5);
+    REQUIRE(one.size() == 9);
+    REQUIRE(two.size() == 9);
     std::vector<double> ratios;
-    for (std::size_t p = 0; p < 5; ++p) {
+    for (std::size_t p = 0; p < 9; ++p) {
       CHECK(one[p] > 0);
       CHECK(two[p] > 0);
       ratios.push_back(two[p] / one[p]);
     }
     std::sort(ratios.begin(), ratios.end());
-    CHECK(s.at("median_ratio").get<double>() == Approx(ratios[2]).epsilon(1e-5));
+    CHECK(s.at("median_ratio").get<double>() == Approx(ratios[4]).epsilon(1e-5));
   }
 }
 
@@ -150,6 +150,6 @@ TEST_CASE("bench_cache: bad options exit with status 2", "[cache][bench]") {
   CHECK(run("--warmup=-5").status == 2);
   CHECK(run("--warmup").status == 2);
   CHECK(run("--pairs=51").status == 2);
-  CHECK(run("--pairs=5 --ops=9").status == 2);
+  CHECK(run("--pairs=5 --ops=9").status == 2);  // each of the 2 threads needs an operation
 }
 #endif

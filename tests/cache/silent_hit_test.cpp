@@ -189,14 +189,16 @@ TEMPLATE_TEST_CASE("silent hits: concurrent readers never see a torn or mixed va
   CHECK(live(name) == 0);
 }
 
-TEST_CASE("silent hits: clear() while readers run frees nothing they read", "[cache][sharded][silent][threads]") {
+TEST_CASE("silent hits: clear() while readers run frees nothing they read, and their count never wraps",
+          "[cache][sharded][silent][threads]") {
   // Under AddressSanitizer a reader inside a cleared shard's freed table or
   // pages would be reported; here values must also stay whole.
   const std::string name = "test.silent.clear.race";
   {
-    sharded_tinylfu_cache<u64, wide_value> c{name, {.max_entries = 256, .shards = 2}};
+    // The fixed window: below 1024 entries the tuner samples every key.
+    sharded_cache<u64, wide_value, tinylfu_fixed_window> c{name, {.max_entries = 256, .shards = 2}};
     std::atomic<bool> stop{false};
-    std::atomic<u64> wrong{0}, reads{0};
+    std::atomic<u64> wrong{0}, reads{0}, silent_before_clears{0};
     start_gate gate(3);
     std::vector<std::thread> pool;
     for (int t = 0; t < 2; ++t) {
@@ -207,6 +209,8 @@ TEST_CASE("silent hits: clear() while readers run frees nothing they read", "[ca
           const u64 key = rng() % 16;
           const wide_value v = c.get_or_load(key, [](u64 k) { return wide_value::make(k, 1); });
           if (!v.whole(key)) wrong.fetch_add(1);
+          // Read while clear() may run: never below 0 (no wrap-around).
+          if (c.silent_hit_count() > (u64{1} << 40)) wrong.fetch_add(1);
           reads.fetch_add(1, std::memory_order_relaxed);
         }
       });
@@ -215,15 +219,62 @@ TEST_CASE("silent hits: clear() while readers run frees nothing they read", "[ca
       gate.arrive_and_wait();
       for (int round = 0; round < 300; ++round) {
         while (reads.load(std::memory_order_relaxed) < static_cast<u64>(round) * 200) std::this_thread::yield();
+        silent_before_clears.fetch_add(c.silent_hit_count());
         c.clear();
       }
       stop = true;
     });
     for (auto& th : pool) th.join();
     CHECK(wrong.load() == 0);
+    CHECK(silent_before_clears.load() > 0);  // readers were inside while clear() ran
     c.clear();
     CHECK(live(name) == static_cast<std::int64_t>(c.fixed_bytes()));
     CHECK(c.silent_hit_count() == 0);
   }
   CHECK(live(name) == 0);
+}
+
+TEST_CASE("silent hits: the stripes' hit count stays exact across folds, read while threads count",
+          "[cache][sharded][silent][threads]") {
+  // Folding every 8 hits (every 2^46 in the caches): 4 threads each serve
+  // 50,000 hits on their stripes while another reads the sum, which must
+  // never fall and never exceed what was served; at the end it is exact.
+  using stripes_t = detail::basic_read_stripes<8>;
+  stripes_t stripes;
+  constexpr int threads = 4, hits_each = 50'000;
+  std::atomic<u64> served{0}, wrong{0};
+  std::atomic<bool> done{false};
+  start_gate gate(threads + 1);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      gate.arrive_and_wait();
+      for (int i = 0; i < hits_each; ++i) {
+        stripes_t::stripe* s = stripes.enter();  // no reclaimer: never nullptr
+        if (s == nullptr) {
+          wrong.fetch_add(1);
+          continue;
+        }
+        stripes.leave(*s, i % 3 != 0);
+        if (i % 3 != 0) served.fetch_add(1);
+      }
+    });
+  }
+  std::thread reader([&] {
+    gate.arrive_and_wait();
+    u64 last = 0;
+    while (!done.load()) {
+      const u64 n = stripes.hits();
+      const u64 upper = served.load() + threads;  // each thread: a hit counted before `served` knows it
+      if (n < last || n > upper) wrong.fetch_add(1);
+      last = n;
+    }
+  });
+  for (auto& th : pool) th.join();
+  done = true;
+  reader.join();
+  CHECK(wrong.load() == 0);
+  const u64 expected = static_cast<u64>(threads) * (hits_each - (hits_each + 2) / 3);
+  CHECK(served.load() == expected);
+  CHECK(stripes.hits() == expected);
 }

@@ -270,7 +270,7 @@ class sharded_cache {
       shards_[k].cache.clear();
     }
     tuner_.clear();
-    silent_hits_cleared_.store(stripes_.hits(), std::memory_order_relaxed);
+    silent_hits_cleared_.store(stripes_.hits(), std::memory_order_release);
     stripes_.end_reclaim();
   }
 
@@ -326,7 +326,11 @@ class sharded_cache {
   // Hits served without the shard lock since construction or clear(),
   // included in stats().hits (0 when silent_hits is false).
   std::uint64_t silent_hit_count() const noexcept {
-    return stripes_.hits() - silent_hits_cleared_.load(std::memory_order_relaxed);
+    // The baseline first (acquire: the stripes then read at least what
+    // clear() read for it), so a clear() meanwhile cannot make this negative.
+    const std::uint64_t cleared = silent_hits_cleared_.load(std::memory_order_acquire);
+    const std::uint64_t now = stripes_.hits();
+    return now > cleared ? now - cleared : 0;
   }
 
   std::size_t shard_count() const noexcept { return shard_count_; }

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 
 #if defined(__SANITIZE_THREAD__)
@@ -65,7 +66,9 @@ ARENASTAT_RACY_READER inline T racy_load_acquire(const T& word) noexcept {
   return __atomic_load_n(&word, __ATOMIC_ACQUIRE);
 }
 
-class read_stripes {
+// FoldHits: see fold() (a parameter so that a test can fold often).
+template <std::uint64_t FoldHits = (std::uint64_t{1} << 46)>
+class basic_read_stripes {
  public:
   static constexpr std::size_t count = 16;
   // A stripe's word: readers inside in the low 16 bits, hits served above.
@@ -73,7 +76,8 @@ class read_stripes {
   static constexpr std::uint64_t readers_mask = (std::uint64_t{1} << reader_bits) - 1;
   static constexpr std::uint64_t one_hit = std::uint64_t{1} << reader_bits;
   // A stripe's hit count is moved to folded_ when it reaches this (48 bits hold it).
-  static constexpr std::uint64_t fold_hits = std::uint64_t{1} << 46;
+  static constexpr std::uint64_t fold_hits = FoldHits;
+  static_assert(FoldHits >= 1 && FoldHits <= (std::uint64_t{1} << 46));
 
   struct alignas(64) stripe {
     std::atomic<std::uint64_t> word{0};
@@ -109,11 +113,20 @@ class read_stripes {
   }
   void end_reclaim() noexcept { reclaimers_.value.fetch_sub(1, std::memory_order_release); }
 
-  // Hits served by readers so far (exact when no reader is inside).
+  // Hits served by readers so far (exact when no reader is inside). A fold
+  // moves hits from a stripe to folded_ in two steps, between which the sum
+  // would be off by fold_hits: the fold's own version (odd during a fold)
+  // makes this read again until it saw none. Never less than an earlier
+  // call's answer (the counts only grow).
   std::uint64_t hits() const noexcept {
-    std::uint64_t n = folded_.load(std::memory_order_relaxed);
-    for (const stripe& s : stripes_) n += s.word.load(std::memory_order_relaxed) >> reader_bits;
-    return n;
+    for (;;) {
+      const std::uint64_t v = fold_version_.load(std::memory_order_acquire);
+      // Acquire: a load that sees a fold's step sees its odd version below.
+      std::uint64_t n = folded_.load(std::memory_order_acquire);
+      for (const stripe& s : stripes_) n += s.word.load(std::memory_order_acquire) >> reader_bits;
+      if ((v & 1) == 0 && fold_version_.load(std::memory_order_relaxed) == v) return n;
+      std::this_thread::yield();
+    }
   }
 
   // The stripe of the calling thread: threads take stripes in the order they
@@ -125,9 +138,14 @@ class read_stripes {
   }
 
  private:
+  // Moves fold_hits hits of s to folded_ (once per 2^46 hits of a stripe;
+  // one fold at a time).
   [[gnu::noinline]] void fold(stripe& s) noexcept {
-    folded_.fetch_add(fold_hits, std::memory_order_relaxed);
-    s.word.fetch_sub(fold_hits << reader_bits, std::memory_order_relaxed);
+    std::lock_guard lk(fold_mu_);
+    fold_version_.fetch_add(1, std::memory_order_seq_cst);
+    folded_.fetch_add(fold_hits, std::memory_order_seq_cst);
+    s.word.fetch_sub(fold_hits << reader_bits, std::memory_order_seq_cst);
+    fold_version_.fetch_add(1, std::memory_order_seq_cst);
   }
 
   stripe stripes_[count];
@@ -135,6 +153,9 @@ class read_stripes {
     std::atomic<std::uint32_t> value{0};
   } reclaimers_;
   std::atomic<std::uint64_t> folded_{0};
+  std::atomic<std::uint64_t> fold_version_{0};
+  std::mutex fold_mu_;
 };
+using read_stripes = basic_read_stripes<>;
 
 }  // namespace arenastat::detail
