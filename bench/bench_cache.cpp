@@ -15,7 +15,11 @@
 //
 // Order: the two runs behind each goal's ratio run back to back (see
 // execution_order()); the table prints rows as they finish, the JSON keeps
-// the listed order (threads, then contender).
+// the listed order (threads, then contender). Then, with --pairs=N (default
+// 9), each sharded cache once more: one child, one warmed cache, N
+// alternating pairs of 1- and 2-thread segments (measure_scaling()), whose
+// median ratio is what the two-thread goal is read from: separate runs
+// minutes apart move with the machine's speed.
 //
 // Timing: keys are generated in blocks of 1024 outside the timed region; a
 // thread's busy time is the sum of its timed blocks; ops_per_s sums every
@@ -237,8 +241,9 @@ options parse_options(int argc, char** argv) {
           "  --warmup=N     untimed operations after the fill, before the timed ones (default\n"
           "                 150 x capacity; --quick: 5 x capacity): the JMH-style warm-up\n"
           "  --penalty=NS   loader CPU cost of the extra penalty run (default 1000)\n"
-          "  --pairs=N      each sharded cache: N alternating 1- and 2-thread segments of --ops / N\n"
-          "                 operations in one process, the median 2T / 1T ratio (default 9; 0: none)\n"
+          "  --pairs=N      each sharded cache: N alternating pairs of 1- and 2-thread segments, each\n"
+          "                 of --ops / N operations, in one process; the median 2T / 1T ratio\n"
+          "                 (0..50, default 9; 0: none; needs --threads >= 2 and no --budget)\n"
           "  --budget=BYTES same byte budget for every contender (suffix k/m/g); reports hit rates\n"
           "  --quick        small and short, for CI\n"
           "  --json         JSON on stdout (summary lines go to stderr)\n");

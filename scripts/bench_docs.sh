@@ -259,7 +259,8 @@ pause_line=$(grep "pauses: " "$work/alloc.err" || true)
       jq -r '.scaling[] | .cache as $c | range(0; .pairs) as $p |
              [$c, $p + 1, .ops_per_s_1t[$p], .ops_per_s_2t[$p]] | @tsv' "$work/cache.json" |
         awk -F'\t' '{ printf "| %s | %d | %.2f | %.2f | %.2f |\n", $1, $2, $3 / 1e6, $4 / 1e6, $4 / $3 }'
-      jq -r '.scaling[] | "| \(.cache) | median | | | \(.median_ratio * 100 | round / 100) |"' "$work/cache.json"
+      jq -r '.scaling[] | [.cache, .median_ratio] | @tsv' "$work/cache.json" |
+        awk -F'\t' '{ printf "| %s | median | | | %.2f |\n", $1, $2 }'
     fi
     echo
     echo "![throughput vs bytes per entry](img/cache_throughput_vs_bytes.png)"
