@@ -24,7 +24,8 @@
 // the lock's holders (detail::versioned_shard_mutex): the reader checks the
 // shard's version before and after its reads, and counts the hit in its
 // thread's stripe (detail::read_stripes), so a hot key's hit writes no line
-// another thread uses. clear() drains the stripes before it frees anything.
+// another thread's hit writes. clear() drains the stripes before it frees
+// anything.
 //
 // Single-flight loading: get_or_load() on a missing key registers an
 // in-flight record (on the loading thread's stack, no allocation) before

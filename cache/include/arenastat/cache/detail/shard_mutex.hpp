@@ -90,7 +90,6 @@ class versioned_shard_mutex {
     seq_fence_acquire();  // the reads above before the load below
     return version_.load(std::memory_order_relaxed) == v;
   }
-  std::uint64_t version() const noexcept { return version_.load(std::memory_order_relaxed); }
 
  private:
   void enter_writer() noexcept {
