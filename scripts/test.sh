@@ -13,6 +13,9 @@ steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(release asan tsan fuzz)
 jobs=$(nproc)
 export CTEST_OUTPUT_ON_FAILURE=1
+# Line tables only (-g1): enough for sanitizer reports and backtraces, and the
+# builds take about a fifth less time than with full debug information.
+optimised=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
 
 bash scripts/setup.sh
 
@@ -22,14 +25,14 @@ for step in "${steps[@]}"; do
   case "$step" in
     release)
       banner "release build + full suite"
-      cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+      cmake -S . -B build/release "${optimised[@]}" >/dev/null
       cmake --build build/release -j"$jobs"
       ctest --test-dir build/release -j"$jobs" --timeout 300
       ;;
     asan)
       banner "ASan+UBSan build + full suite"
       # The benchmarks are not built here (their code runs in the release step).
-      cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DARENASTAT_SANITIZE=address,undefined \
+      cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DARENASTAT_SANITIZE=address,undefined \
         -DARENASTAT_BUILD_BENCH=OFF >/dev/null
       cmake --build build/asan -j"$jobs"
       ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -37,9 +40,10 @@ for step in "${steps[@]}"; do
       ;;
     tsan)
       banner "TSan build + threaded tests"
-      cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARENASTAT_SANITIZE=thread \
+      cmake -S . -B build/tsan "${optimised[@]}" -DARENASTAT_SANITIZE=thread \
         -DARENASTAT_BUILD_BENCH=OFF >/dev/null
-      cmake --build build/tsan -j"$jobs"
+      # Only the test binaries that have [threads] cases (tests/CMakeLists.txt).
+      cmake --build build/tsan -j"$jobs" --target threaded_tests
       status=0
       for t in build/tsan/tests/test_*; do
         [ -x "$t" ] || continue
