@@ -76,6 +76,12 @@ arena_resource::chunk* arena_resource::take_chunk(std::size_t size) {
   return c;
 }
 
+void arena_resource::restart_bump(char* p, std::size_t bytes) noexcept {
+  requested_before_ += static_cast<std::size_t>(cur_ - mark_);
+  mark_ = p;
+  cur_ = p + bytes;
+}
+
 void* arena_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
   if (alignment == 0 || (alignment & (alignment - 1)) != 0)
     throw std::invalid_argument("arenastat::arena_resource: alignment " + std::to_string(alignment) +
@@ -87,8 +93,7 @@ void* arena_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
     const auto end = reinterpret_cast<std::uintptr_t>(end_);
     const std::uintptr_t p = (cur + alignment - 1) & ~(std::uintptr_t{alignment} - 1);
     if (p <= end && bytes <= end - p) {
-      cur_ = reinterpret_cast<char*>(p + bytes);
-      requested_ += bytes;
+      restart_bump(reinterpret_cast<char*>(p), bytes);
       return reinterpret_cast<void*>(p);
     }
   }
@@ -100,21 +105,21 @@ void* arena_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
 
   const auto place = [&](chunk* c) {
     const auto data = reinterpret_cast<std::uintptr_t>(c) + chunk_header_size;
-    const std::uintptr_t p = (data + alignment - 1) & ~(std::uintptr_t{alignment} - 1);
-    requested_ += bytes;
-    return p;
+    return (data + alignment - 1) & ~(std::uintptr_t{alignment} - 1);
   };
 
   if (need > next_size_) {
     // Larger than a regular chunk: a chunk of its own; the current chunk stays current.
-    return reinterpret_cast<void*>(place(take_chunk(need)));
+    const std::uintptr_t p = place(take_chunk(need));
+    requested_before_ += bytes;
+    return reinterpret_cast<void*>(p);
   }
   chunk* c = take_chunk(next_size_);
   const double grown = static_cast<double>(next_size_) * policy_.growth_factor;
   next_size_ = grown >= static_cast<double>(policy_.max_chunk) ? policy_.max_chunk
                                                                : static_cast<std::size_t>(grown);
   const std::uintptr_t p = place(c);
-  cur_ = reinterpret_cast<char*>(p + bytes);
+  restart_bump(reinterpret_cast<char*>(p), bytes);
   end_ = reinterpret_cast<char*>(c) + c->size;
   return reinterpret_cast<void*>(p);
 }
@@ -129,8 +134,8 @@ void arena_resource::release() noexcept {
     c = next;
   }
   head_ = nullptr;
-  cur_ = end_ = empty_;
-  requested_ = reserved_ = chunks_ = 0;
+  cur_ = end_ = mark_ = empty_;
+  requested_before_ = reserved_ = chunks_ = 0;
   next_size_ = policy_.initial_chunk;
 }
 

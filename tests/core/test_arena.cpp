@@ -241,3 +241,39 @@ TEST_CASE("a non-power-of-two alignment throws on the fast path and the slow pat
   CHECK(a.chunk_count() == 1);
   CHECK(a.bytes_requested() == 8);
 }
+
+TEST_CASE("bytes_requested is the sum asked on every path: fast, padded, own chunk, new chunk, refused",
+          "[arena]") {
+  // A model of what was asked, kept by the test: 2,000 requests of sizes 0 to
+  // 700 and alignments 1 to 64 (fast path, padding, chunks of their own beyond
+  // max_chunk, new chunks), every 97th refused by upstream (not counted).
+  arenastat::test_resource upstream{"test.arena.requested", test::upstream_options()};
+  arena_resource a{"node", arena_options{.initial_chunk = 256, .max_chunk = 512}, &upstream};
+  std::uint64_t state = 12345;
+  auto next = [&state](std::uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  std::size_t model = 0;
+  std::size_t refused = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const std::size_t bytes = next(701);
+    const std::size_t alignment = std::size_t{1} << next(7);
+    if (i % 97 == 96) upstream.set_allocation_limit(0);  // refuses the next chunk, if one is taken
+    try {
+      (void)a.allocate(bytes, alignment);
+      model += bytes;
+    } catch (const arenastat::allocation_limit_reached&) {
+      ++refused;
+    }
+    upstream.set_allocation_limit(-1);
+    REQUIRE(a.bytes_requested() == model);
+    if (i == 999) {
+      a.release();
+      model = 0;
+      REQUIRE(a.bytes_requested() == 0);
+    }
+  }
+  CHECK(refused > 0);  // the injection reached the slow path
+  CHECK(a.chunk_count() > 10);
+}

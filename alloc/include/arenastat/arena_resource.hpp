@@ -51,7 +51,11 @@ class arena_resource final : public std::pmr::memory_resource {
   void release() noexcept;
 
   std::size_t bytes_reserved() const noexcept { return reserved_; }    // chunks held
-  std::size_t bytes_requested() const noexcept { return requested_; }  // asked of allocate
+  // Asked of allocate: what was asked before `mark_` plus what the fast path
+  // bumped since (it adds no padding), so the fast path keeps no count.
+  std::size_t bytes_requested() const noexcept {
+    return requested_before_ + static_cast<std::size_t>(cur_ - mark_);
+  }
   std::size_t chunk_count() const noexcept { return chunks_; }
   std::size_t next_chunk_size() const noexcept { return next_size_; }
   tag_id tag() const noexcept { return tag_; }
@@ -66,7 +70,8 @@ class arena_resource final : public std::pmr::memory_resource {
   // request sizes are multiples of their alignment. Everything else, including
   // padding to a larger alignment inside the current chunk, is allocate_slow's:
   // it throws std::invalid_argument for a bad alignment, so every path behaves
-  // the same. The path is kept to a few instructions on purpose: through
+  // the same. The path is kept to a few instructions on purpose (it stores
+  // cur_ and nothing else: bytes_requested() is derived from it): through
   // memory_resource* each one more costs about a cycle per request
   // (docs/concepts.md, "Round two goals").
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
@@ -74,7 +79,6 @@ class arena_resource final : public std::pmr::memory_resource {
     if (((alignment | cur) & (alignment - 1)) == 0 && bytes <= reinterpret_cast<std::uintptr_t>(end_) - cur)
         [[likely]] {
       cur_ = reinterpret_cast<char*>(cur + bytes);
-      requested_ += bytes;
       return reinterpret_cast<void*>(cur);
     }
     return allocate_slow(bytes, alignment);
@@ -87,6 +91,9 @@ class arena_resource final : public std::pmr::memory_resource {
  private:
   struct chunk;
   void* allocate_slow(std::size_t bytes, std::size_t alignment);
+  // Places a request of `bytes` at p (after padding, or in a new chunk): the
+  // bump since mark_ is folded into requested_before_, mark_ = p, cur_ = p + bytes.
+  void restart_bump(char* p, std::size_t bytes) noexcept;
   chunk* take_chunk(std::size_t size);
 
   // Before the first chunk both point at a shared empty sentinel, so the fast
@@ -94,7 +101,10 @@ class arena_resource final : public std::pmr::memory_resource {
   alignas(chunk_alignment) static inline char empty_[1] = {};
   char* cur_ = empty_;
   char* end_ = empty_;
-  std::size_t requested_ = 0;
+  // bytes_requested() = requested_before_ + (cur_ - mark_): the slow path
+  // folds the bump since mark_ in and moves mark_ to where it placed a request.
+  char* mark_ = empty_;
+  std::size_t requested_before_ = 0;
   std::size_t reserved_ = 0;
   std::size_t chunks_ = 0;
   std::size_t next_size_;
