@@ -16,9 +16,11 @@
 // Order: the two runs behind each goal's ratio run back to back (see
 // execution_order()); the table prints rows as they finish, the JSON keeps
 // the listed order (threads, then contender). Then, with --pairs=N (default
-// 9), each sharded cache once more: one child, one warmed cache, N
-// alternating pairs of 1- and 2-thread segments (measure_scaling()), whose
-// median ratio is what the two-thread goal is read from: separate runs
+// 9), the goals' contenders once more, each in one child: tinylfu and
+// std_lru, both warmed, in N alternating pairs of 1-thread segments
+// (measure_versus()), and each sharded cache, one warmed cache, in N
+// alternating pairs of 1- and 2-thread segments (measure_scaling()). Their
+// median ratios are what the throughput goals are read from: separate runs
 // minutes apart move with the machine's speed.
 //
 // Timing: keys are generated in blocks of 1024 outside the timed region; a
@@ -241,9 +243,10 @@ options parse_options(int argc, char** argv) {
           "  --warmup=N     untimed operations after the fill, before the timed ones (default\n"
           "                 150 x capacity; --quick: 5 x capacity): the JMH-style warm-up\n"
           "  --penalty=NS   loader CPU cost of the extra penalty run (default 1000)\n"
-          "  --pairs=N      each sharded cache: N alternating pairs of 1- and 2-thread segments, each\n"
-          "                 of --ops / N operations, in one process; the median 2T / 1T ratio\n"
-          "                 (0..50, default 9; 0: none; needs --threads >= 2 and no --budget)\n"
+          "  --pairs=N      N alternating pairs of segments of --ops / N operations, in one process\n"
+          "                 each: tinylfu and std_lru at 1 thread (the median ratio), then each\n"
+          "                 sharded cache at 1 and 2 threads (the median 2T / 1T; needs --threads >= 2)\n"
+          "                 (0..50, default 9; 0: none; not with --budget)\n"
           "  --budget=BYTES same byte budget for every contender (suffix k/m/g); reports hit rates\n"
           "  --quick        small and short, for CI\n"
           "  --json         JSON on stdout (summary lines go to stderr)\n");
@@ -560,6 +563,22 @@ double timed_segment(C& c, std::vector<zipf_generator>& gens, unsigned T, u64 op
   return sum;
 }
 
+// `pairs` pairs of first(p) and second(p): first leads in even pairs,
+// second in odd ones, so that a drift of the machine's speed within a pair
+// favours neither.
+template <class First, class Second>
+void in_alternation(unsigned pairs, First&& first, Second&& second) {
+  for (unsigned p = 0; p < pairs; ++p) {
+    if (p % 2 == 0) {
+      first(p);
+      second(p);
+    } else {
+      second(p);
+      first(p);
+    }
+  }
+}
+
 template <class C>
 scaling_result measure_scaling(C& c, const std::string& cache, const options& o, const zipf_params& zp) {
   fill_and_warm(c, o, zp);
@@ -569,26 +588,64 @@ scaling_result measure_scaling(C& c, const std::string& cache, const options& o,
   r.segment_ops = o.ops / o.pairs;
   std::vector<zipf_generator> gens;
   for (unsigned t = 0; t < 2; ++t) gens.emplace_back(zp, fill_seed + 1 + t);
-  for (unsigned p = 0; p < o.pairs; ++p) {
-    if (p % 2 == 0) {
-      r.one[p] = timed_segment(c, gens, 1, r.segment_ops);
-      r.two[p] = timed_segment(c, gens, 2, r.segment_ops);
-    } else {
-      r.two[p] = timed_segment(c, gens, 2, r.segment_ops);
-      r.one[p] = timed_segment(c, gens, 1, r.segment_ops);
-    }
-  }
+  in_alternation(
+      o.pairs, [&](unsigned p) { r.one[p] = timed_segment(c, gens, 1, r.segment_ops); },
+      [&](unsigned p) { r.two[p] = timed_segment(c, gens, 2, r.segment_ops); });
   r.ok = true;
   return r;
 }
 
-// The median of the pairs' 2T / 1T ratios.
-double median_ratio(const scaling_result& r) {
+// The median of the pairs' ratios num[p] / den[p].
+double median_of_ratios(const double* num, const double* den, unsigned pairs) {
   std::vector<double> q;
-  for (unsigned p = 0; p < r.pairs; ++p) q.push_back(r.one[p] > 0 ? r.two[p] / r.one[p] : 0.0);
+  for (unsigned p = 0; p < pairs; ++p) q.push_back(den[p] > 0 ? num[p] / den[p] : 0.0);
   std::sort(q.begin(), q.end());
   if (q.empty()) return 0;
   return q.size() % 2 == 1 ? q[q.size() / 2] : (q[q.size() / 2 - 1] + q[q.size() / 2]) / 2;
+}
+
+// The median of the pairs' 2T / 1T ratios.
+double median_ratio(const scaling_result& r) { return median_of_ratios(r.two, r.one, r.pairs); }
+
+// ---- tinylfu against std_lru, in alternation (--pairs) -----------------------------
+// The single-thread goal's two contenders in one process: both filled and
+// warmed as in their runs, then `pairs` pairs of one-thread segments of
+// ops / pairs operations, tinylfu then std_lru (every other pair std_lru
+// first), each cache drawing from its own generator (seed 1803, as a run's
+// first thread). Separate runs, even back to back, each last tens of seconds
+// and the machine's speed drifts between them; alternating segments share
+// the drift.
+struct versus_result {
+  char cache[24] = {};
+  char peer[24] = {};
+  unsigned pairs = 0;
+  u64 segment_ops = 0;
+  double ours[max_pairs] = {};    // ops/s of `cache`
+  double theirs[max_pairs] = {};  // ops/s of `peer`
+  bool ok = false;
+  char error[160] = {};
+};
+
+double median_ratio(const versus_result& r) { return median_of_ratios(r.ours, r.theirs, r.pairs); }
+
+template <class A, class B>
+versus_result measure_versus(A& a, B& b, const char* cache, const char* peer, const options& o,
+                             const zipf_params& zp) {
+  fill_and_warm(a, o, zp);
+  fill_and_warm(b, o, zp);
+  versus_result r;
+  std::snprintf(r.cache, sizeof r.cache, "%s", cache);
+  std::snprintf(r.peer, sizeof r.peer, "%s", peer);
+  r.pairs = o.pairs;
+  r.segment_ops = o.ops / o.pairs;
+  std::vector<zipf_generator> gen_a, gen_b;
+  gen_a.emplace_back(zp, fill_seed + 1);
+  gen_b.emplace_back(zp, fill_seed + 1);
+  in_alternation(
+      o.pairs, [&](unsigned p) { r.ours[p] = timed_segment(a, gen_a, 1, r.segment_ops); },
+      [&](unsigned p) { r.theirs[p] = timed_segment(b, gen_b, 1, r.segment_ops); });
+  r.ok = true;
+  return r;
 }
 
 std::string scope_name(const run_spec& s) {
@@ -597,18 +654,20 @@ std::string scope_name(const run_spec& s) {
   return n;
 }
 
+// A plain (unsharded) cache's options: the capacity, or the byte budget.
+arenastat::cache_options plain_cache_options(const options& o) {
+  arenastat::cache_options c;
+  if (o.budget != 0) c.max_bytes = o.budget;
+  else c.max_entries = static_cast<std::size_t>(o.capacity);
+  return c;
+}
+
 // Builds the contender named `cache` (behind one mutex when `lock`, for the
 // plain caches and std_lru) and returns body(contender).
 template <class Body>
 auto with_contender(const std::string& cache, bool lock, const options& o, Body&& body) {
   const std::string account = "bench_cache." + cache;
   const std::size_t cap = static_cast<std::size_t>(o.capacity);
-  auto plain_opts = [&] {
-    arenastat::cache_options c;
-    if (o.budget != 0) c.max_bytes = o.budget;
-    else c.max_entries = cap;
-    return c;
-  };
   auto sharded_opts = [&] {
     arenastat::sharded_cache_options c;
     if (o.budget != 0) c.max_bytes = o.budget;
@@ -618,12 +677,12 @@ auto with_contender(const std::string& cache, bool lock, const options& o, Body&
   using arenastat::basic_cache;
   using arenastat::sharded_cache;
   if (cache == "lru") {
-    locked<ours<basic_cache<u64, u64, arenastat::lru>>> c(account, plain_opts());
+    locked<ours<basic_cache<u64, u64, arenastat::lru>>> c(account, plain_cache_options(o));
     c.use_lock(lock);
     return body(c);
   }
   if (cache == "tinylfu") {
-    locked<ours<basic_cache<u64, u64, arenastat::tinylfu>>> c(account, plain_opts());
+    locked<ours<basic_cache<u64, u64, arenastat::tinylfu>>> c(account, plain_cache_options(o));
     c.use_lock(lock);
     return body(c);
   }
@@ -722,6 +781,16 @@ scaling_result scaling_forked(const std::string& cache, const options& o, const 
   });
 }
 
+versus_result versus_forked(const options& o, const zipf_params& zp) {
+  return in_child<versus_result>("tinylfu against std_lru", [&] {
+    arenastat::scope sc{"bench_cache/tinylfu/versus_std_lru"};
+    locked<ours<arenastat::basic_cache<u64, u64, arenastat::tinylfu>>> a("bench_cache.tinylfu",
+                                                                         plain_cache_options(o));
+    locked<std_lru> b(static_cast<std::size_t>(o.capacity), 0);
+    return measure_versus(a, b, "tinylfu", "std_lru", o, zp);
+  });
+}
+
 // ---- output ------------------------------------------------------------------------------
 std::string json_number(double v) {
   char buf[64];
@@ -730,7 +799,7 @@ std::string json_number(double v) {
 }
 
 std::string to_json(const options& o, const zipf_params& zp, const std::vector<result>& rs,
-                    const std::vector<scaling_result>& scaling) {
+                    const std::vector<scaling_result>& scaling, const std::vector<versus_result>& versus) {
   std::string s = "{\"version\":1,\"config\":{";
   s += "\"capacity\":" + std::to_string(o.capacity);
   s += ",\"factor\":" + std::to_string(o.factor);
@@ -781,6 +850,22 @@ std::string to_json(const options& o, const zipf_params& zp, const std::vector<r
       two += (p ? "," : "") + json_number(r.two[p]);
     }
     s += ",\"ops_per_s_1t\":[" + one + "],\"ops_per_s_2t\":[" + two + "]";
+    s += ",\"median_ratio\":" + json_number(median_ratio(r)) + "}";
+  }
+  s += "],\"versus\":[";
+  first = true;
+  for (const versus_result& r : versus) {
+    if (!first) s += ",";
+    first = false;
+    s += "{\"cache\":\"" + std::string(r.cache) + "\",\"peer\":\"" + std::string(r.peer) + "\"";
+    s += ",\"pairs\":" + std::to_string(r.pairs);
+    s += ",\"segment_ops\":" + std::to_string(r.segment_ops);
+    std::string ours, theirs;
+    for (unsigned p = 0; p < r.pairs; ++p) {
+      ours += (p ? "," : "") + json_number(r.ours[p]);
+      theirs += (p ? "," : "") + json_number(r.theirs[p]);
+    }
+    s += ",\"ops_per_s\":[" + ours + "],\"peer_ops_per_s\":[" + theirs + "]";
     s += ",\"median_ratio\":" + json_number(median_ratio(r)) + "}";
   }
   s += "]}";
@@ -881,6 +966,20 @@ int main(int argc, char** argv) {
     results[i] = r;
   }
 
+  // tinylfu against std_lru at one thread, in alternating pairs (equal capacities only).
+  std::vector<versus_result> versus;
+  if (o.budget == 0 && o.pairs != 0) {
+    versus_result r = versus_forked(o, zp);
+    if (!r.ok) {
+      std::fprintf(stderr, "bench_cache: pairs of tinylfu and std_lru failed: %s\n", r.error);
+      return 1;
+    }
+    std::fprintf(text, "pairs tinylfu/std_lru: Mops/s");
+    for (unsigned p = 0; p < r.pairs; ++p) std::fprintf(text, " %.2f/%.2f", r.ours[p] / 1e6, r.theirs[p] / 1e6);
+    std::fprintf(text, "\n");
+    versus.push_back(r);
+  }
+
   // Each sharded cache's two threads against one, in alternating pairs.
   std::vector<scaling_result> scaling;
   if (o.budget == 0 && o.threads >= 2 && o.pairs != 0) {
@@ -897,7 +996,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  if (o.json) std::printf("%s\n", to_json(o, zp, results, scaling).c_str());
+  if (o.json) std::printf("%s\n", to_json(o, zp, results, scaling, versus).c_str());
 
   const result* tl = find(results, "tinylfu", 1, 0);
   const result* base = find(results, "std_lru", 1, 0);
@@ -915,6 +1014,10 @@ int main(int argc, char** argv) {
     std::fprintf(text, "hit rate: tinylfu %.4f, lru %.4f, std_lru %.4f (goal: tinylfu >= 0.845 at the full recipe)\n",
                  tl->hit_rate, lru_row ? lru_row->hit_rate : 0.0, base->hit_rate);
   }
+  for (const versus_result& r : versus)
+    std::fprintf(text, "ratio %s / %s throughput, 1 thread, median of %u alternating pairs in one process: %.2fx "
+                       "(goal >= 3.5x)\n",
+                 r.cache, r.peer, r.pairs, median_ratio(r));
   // Two threads against one, each sharded cache against itself in this run.
   for (const char* sharded : {"lru_sharded", "tinylfu_sharded"}) {
     const result* one = find(results, sharded, 1, 0);

@@ -245,13 +245,25 @@ pause_line=$(grep "pauses: " "$work/alloc.err" || true)
     awk -F'\t' '{ printf "| %s | %.1f | %.0f | %.4f | %d | %.1f | %d | %d | %d | %d | %d |\n",
                   $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 }' "$work/cache.tsv"
     echo
-    echo "Goals and ratios of this run (the two-thread goal is read from the alternating"
-    echo "pairs, each sharded cache's one- and two-thread segments seconds apart in one process:"
-    echo "[cache.md](cache.md#the-zipfian-benchmark-bench_cache)):"
+    echo "Goals and ratios of this run. The throughput goals are read from the alternating"
+    echo "pairs: tinylfu's and std_lru's one-thread segments, and each sharded cache's one- and"
+    echo "two-thread segments, seconds apart in one process"
+    echo "([cache.md](cache.md#the-zipfian-benchmark-bench_cache)); the ratios of the separate runs"
+    echo "above are printed too:"
     echo
     echo '```'
     grep -E '^(ratio|bytes/entry|hit rate:|pairs )' "$work/cache.err" || true
     echo '```'
+    if [ "$(jq '.versus | length' "$work/cache.json")" -gt 0 ]; then
+      echo
+      echo "| contender / peer | pair | contender Mops/s | peer Mops/s | ratio |"
+      echo "|---|---:|---:|---:|---:|"
+      jq -r '.versus[] | (.cache + " / " + .peer) as $c | range(0; .pairs) as $p |
+             [$c, $p + 1, .ops_per_s[$p], .peer_ops_per_s[$p]] | @tsv' "$work/cache.json" |
+        awk -F'\t' '{ printf "| %s | %d | %.2f | %.2f | %.2f |\n", $1, $2, $3 / 1e6, $4 / 1e6, $3 / $4 }'
+      jq -r '.versus[] | [.cache + " / " + .peer, .median_ratio] | @tsv' "$work/cache.json" |
+        awk -F'\t' '{ printf "| %s | median | | | %.2f |\n", $1, $2 }'
+    fi
     if [ "$(jq '.scaling | length' "$work/cache.json")" -gt 0 ]; then
       echo
       echo "| sharded cache | pair | 1 thread Mops/s | 2 threads Mops/s | 2T / 1T |"

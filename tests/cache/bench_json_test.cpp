@@ -32,6 +32,23 @@ run_output run(const std::string& args) {
   return r;
 }
 
+// Nine pairs of positive throughputs, and the median of the nine ratios
+// num / den (computed here) as the row's median_ratio.
+void check_nine_pairs(const nlohmann::json& num_json, const nlohmann::json& den_json, const nlohmann::json& median) {
+  const auto num = num_json.get<std::vector<double>>();
+  const auto den = den_json.get<std::vector<double>>();
+  REQUIRE(num.size() == 9);
+  REQUIRE(den.size() == 9);
+  std::vector<double> ratios;
+  for (std::size_t p = 0; p < 9; ++p) {
+    CHECK(num[p] > 0);
+    CHECK(den[p] > 0);
+    ratios.push_back(num[p] / den[p]);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  CHECK(median.get<double>() == Approx(ratios[4]).epsilon(1e-5));
+}
+
 }  // namespace
 
 TEST_CASE("bench_cache --quick --json: every field of every row", "[cache][bench]") {
@@ -118,27 +135,40 @@ TEST_CASE("bench_cache --quick --json: every field of every row", "[cache][bench
     CHECK(s.size() == 6);
     CHECK(s.at("pairs") == 9);
     CHECK(s.at("segment_ops") == 44444);
-    const auto one = s.at("ops_per_s_1t").get<std::vector<double>>();
-    const auto two = s.at("ops_per_s_2t").get<std::vector<double>>();
-    REQUIRE(one.size() == 9);
-    REQUIRE(two.size() == 9);
-    std::vector<double> ratios;
-    for (std::size_t p = 0; p < 9; ++p) {
-      CHECK(one[p] > 0);
-      CHECK(two[p] > 0);
-      ratios.push_back(two[p] / one[p]);
-    }
-    std::sort(ratios.begin(), ratios.end());
-    CHECK(s.at("median_ratio").get<double>() == Approx(ratios[4]).epsilon(1e-5));
+    check_nine_pairs(s.at("ops_per_s_2t"), s.at("ops_per_s_1t"), s.at("median_ratio"));
   }
+
+  // tinylfu against std_lru at one thread: 9 alternating pairs of segments of
+  // 400,000 / 9 operations, and the median of the 9 ratios tinylfu / std_lru.
+  const auto& versus = j.at("versus");
+  REQUIRE(versus.size() == 1);
+  const auto& v = versus[0];
+  CAPTURE(v.dump());
+  CHECK(v.size() == 7);
+  CHECK(v.at("cache") == "tinylfu");
+  CHECK(v.at("peer") == "std_lru");
+  CHECK(v.at("pairs") == 9);
+  CHECK(v.at("segment_ops") == 44444);
+  check_nine_pairs(v.at("ops_per_s"), v.at("peer_ops_per_s"), v.at("median_ratio"));
 }
 
-TEST_CASE("bench_cache --pairs=0: no scaling pairs", "[cache][bench]") {
+TEST_CASE("bench_cache --pairs=0: no pairs", "[cache][bench]") {
   const run_output r = run("--quick --json --pairs=0 --penalty=0 --threads=2 --ops=20000 --warmup=0");
   REQUIRE(r.status == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
   CHECK(j.at("config").at("pairs") == 0);
   CHECK(j.at("scaling").empty());
+  CHECK(j.at("versus").empty());
+}
+
+TEST_CASE("bench_cache --pairs with one thread: tinylfu against std_lru, no scaling pairs", "[cache][bench]") {
+  const run_output r = run("--quick --json --pairs=3 --penalty=0 --threads=1 --ops=3000 --warmup=0");
+  REQUIRE(r.status == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j.at("scaling").empty());
+  REQUIRE(j.at("versus").size() == 1);
+  CHECK(j.at("versus")[0].at("segment_ops") == 1000);
+  CHECK(j.at("versus")[0].at("ops_per_s").size() == 3);
 }
 
 TEST_CASE("bench_cache: bad options exit with status 2", "[cache][bench]") {
