@@ -196,6 +196,37 @@ TEST_CASE("a scope left by another exception records err", "[scope]") {
   CHECK(test::find_entry("test/scope/err", entry_kind::scope).result == "err");
 }
 
+TEST_CASE("a scope begun and ended while another exception unwinds records ok", "[scope]") {
+  // Its destructor runs with one exception in flight, as at its start.
+  struct ends_a_scope {
+    ~ends_a_scope() { scope s{"test/scope/during-unwinding"}; }
+  };
+  try {
+    ends_a_scope e;
+    throw std::runtime_error("boom");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(test::find_entry("test/scope/during-unwinding", entry_kind::scope).result == "ok");
+}
+
+TEST_CASE("a scope left by an exception records err on threads that reuse a thread record", "[scope][threads]") {
+  // A thread's record (and the exception globals read through it) is taken
+  // again by later threads: each of them sees its own exceptions.
+  for (int i = 0; i < 3; ++i) {
+    std::thread([i] {
+      const std::string name = "test/scope/thread-err-" + std::to_string(i);
+      try {
+        scope s{name};
+        throw std::runtime_error("boom");
+      } catch (const std::runtime_error&) {
+      }
+      { scope fine{"test/scope/thread-ok-" + std::to_string(i)}; }
+    }).join();
+    CHECK(test::find_entry("test/scope/thread-err-" + std::to_string(i), entry_kind::scope).result == "err");
+    CHECK(test::find_entry("test/scope/thread-ok-" + std::to_string(i), entry_kind::scope).result == "ok");
+  }
+}
+
 TEST_CASE("user counters keep their value at the peak and their last value", "[scope]") {
   {
     scope s{"test/scope/counters"};

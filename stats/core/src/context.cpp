@@ -50,6 +50,7 @@ thread_state& current_thread_state() {
   }
   if (!s) s = new thread_state();
   s->os_tid = os_thread_id();
+  s->eh_globals = this_thread_eh_globals();
   take_pending(*s);
   tls_scopes.state = s;
   holder.state = s;

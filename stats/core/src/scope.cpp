@@ -7,6 +7,7 @@
 #include <cstring>
 #include <chrono>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 
@@ -260,7 +261,7 @@ scope::scope(std::string_view name, scope_options options) : limit_(options.limi
   detail::thread_state& st = detail::current_thread_state();
   detail::drain_pending();
   id_ = st.next_scope_id++;
-  uncaught_at_entry_ = std::uncaught_exceptions();
+  uncaught_at_entry_ = detail::uncaught_exceptions(st);
   if (detail::scope_clock::get().ns_per_tick.load(std::memory_order_relaxed) > 0) [[likely]] {
     tsc_clock_ = true;
     start_ = detail::tsc_ticks();
@@ -295,9 +296,13 @@ scope::~scope() {
     t.visible = t.depth - t.base;
   }
 
-  detail::run_counter counters[max_counters];
+  // Only the counters set are constructed (a scope that sets none, the common
+  // case, writes nothing here).
+  alignas(detail::run_counter) unsigned char counter_bytes[sizeof(detail::run_counter) * max_counters];
+  auto* const counters = reinterpret_cast<detail::run_counter*>(counter_bytes);
   for (std::uint32_t i = 0; i < counter_count_; ++i)
-    counters[i] = {counters_[i].name, counters_[i].at_peak, counters_[i].value, counters_[i].set_at_peak};
+    std::construct_at(counters + i, detail::run_counter{counters_[i].name, counters_[i].at_peak, counters_[i].value,
+                                                        counters_[i].set_at_peak});
   detail::scope_run run;
   run.name = name();
   run.peak = static_cast<std::uint64_t>(peak_);
@@ -306,9 +311,10 @@ scope::~scope() {
   run.counters = counters;
   run.counter_count = counter_count_;
   run.seconds = seconds;
+  const int uncaught_now = t.state ? detail::uncaught_exceptions(*t.state) : std::uncaught_exceptions();
   run.result = limit_hit_ ? detail::run_result::oom
-               : std::uncaught_exceptions() > uncaught_at_entry_ ? detail::run_result::err
-                                                                 : detail::run_result::ok;
+               : uncaught_now > uncaught_at_entry_ ? detail::run_result::err
+                                                   : detail::run_result::ok;
   run.thread = t.state ? t.state->os_tid : detail::os_thread_id();
   run.cache = t.state ? &t.state->fold_memo : nullptr;
   detail::fold_scope(run);

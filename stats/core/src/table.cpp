@@ -388,7 +388,7 @@ void fold_scope(const scope_run& run) noexcept {
         }
       b.counters = run.counters;
       b.counter_count = run.counter_count;
-      if (b.tail_size() != tail_size_of(*r) || b.n_tags != r->n_tags || b.n_counters() != r->n_counters) {
+      if (b.n_tags != r->n_tags || b.n_counters() != r->n_counters || b.tail_size() != tail_size_of(*r)) {
         scope_record* fresh = make_record(run.name, b, r);
         t.records.find(run.name)->r = fresh;
         destroy(r);

@@ -2,8 +2,12 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <vector>
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>
+#endif
 
 #include "arenastat/context.hpp"
 #include "table_internal.hpp"
@@ -28,7 +32,37 @@ struct thread_state {
   std::vector<pending_credit> pending;  // guarded by pending_mutex
   thread_state* next_free = nullptr;
   fold_cache fold_memo;  // owner only: the record this thread folded last (table.cpp)
+  // Owner only: the C++ runtime's exception globals of the owning thread
+  // (__cxa_get_globals(), set when the record is taken), or null where the
+  // runtime is not known to follow the Itanium C++ ABI.
+  const void* eh_globals = nullptr;
 };
+
+// The calling thread's exception globals as the Itanium C++ ABI lays them
+// out (section 2.2.2 of its exception-handling specification).
+struct itanium_eh_globals {
+  void* caught_exceptions;
+  unsigned int uncaught_exceptions;
+};
+
+inline const void* this_thread_eh_globals() noexcept {
+#if defined(__GLIBCXX__)
+  return abi::__cxa_get_globals();
+#else
+  return nullptr;
+#endif
+}
+
+// std::uncaught_exceptions() of the thread that owns `s`, called by that
+// thread: one load through the pointer taken with the record, where
+// std::uncaught_exceptions() is a call into the shared C++ runtime and a
+// thread-local lookup there (7.5 ns against well under 1 ns on the AMD EPYC
+// CI machine; a scope reads it twice).
+inline int uncaught_exceptions(const thread_state& s) noexcept {
+  if (s.eh_globals) [[likely]]
+    return static_cast<int>(static_cast<const itanium_eh_globals*>(s.eh_globals)->uncaught_exceptions);
+  return std::uncaught_exceptions();
+}
 
 // This thread's record, acquired on first use (not before a scope is entered).
 thread_state& current_thread_state();
