@@ -388,7 +388,9 @@ void fold_scope(const scope_run& run) noexcept {
         }
       b.counters = run.counters;
       b.counter_count = run.counter_count;
-      if (b.n_tags != r->n_tags || b.n_counters() != r->n_counters || b.tail_size() != tail_size_of(*r)) {
+      if (b.n_tags == 0 && b.n_counters() == 0 && r->n_tags == 0 && r->n_counters == 0) {
+        // Nothing to replace: no tags and no counters, in the run and in the record.
+      } else if (b.n_tags != r->n_tags || b.n_counters() != r->n_counters || b.tail_size() != tail_size_of(*r)) {
         scope_record* fresh = make_record(run.name, b, r);
         t.records.find(run.name)->r = fresh;
         destroy(r);

@@ -1,6 +1,7 @@
 // Internal: the eternal per-thread record behind scopes and chunk stamps.
 #pragma once
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -58,9 +59,14 @@ inline const void* this_thread_eh_globals() noexcept {
 // std::uncaught_exceptions() is a call into the shared C++ runtime and a
 // thread-local lookup there (7.5 ns against well under 1 ns on the AMD EPYC
 // CI machine; a scope reads it twice).
+// Debug builds (the ASan+UBSan step of scripts/test.sh) check the read
+// against std::uncaught_exceptions() on every call.
 inline int uncaught_exceptions(const thread_state& s) noexcept {
-  if (s.eh_globals) [[likely]]
-    return static_cast<int>(static_cast<const itanium_eh_globals*>(s.eh_globals)->uncaught_exceptions);
+  if (s.eh_globals) [[likely]] {
+    const int n = static_cast<int>(static_cast<const itanium_eh_globals*>(s.eh_globals)->uncaught_exceptions);
+    assert(n == std::uncaught_exceptions());
+    return n;
+  }
   return std::uncaught_exceptions();
 }
 
