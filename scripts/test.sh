@@ -2,7 +2,8 @@
 # Every test: set-up, then
 #   1. a release build and the whole CTest suite (unit, end-to-end, install);
 #   2. the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. the threaded tests ([threads]) under ThreadSanitizer;
+#   3. the threaded tests ([threads]) under ThreadSanitizer (only the test
+#      binaries that have such cases are built: target threaded_tests);
 #   4. the libFuzzer targets (clang 14): the control-request parser and the
 #      memory resources, each for a bounded time.
 # Steps can be chosen: scripts/test.sh [release] [asan] [tsan] [fuzz]
@@ -45,15 +46,16 @@ for step in "${steps[@]}"; do
       # Only the test binaries that have [threads] cases (tests/CMakeLists.txt).
       cmake --build build/tsan -j"$jobs" --target threaded_tests
       status=0
-      for t in build/tsan/tests/test_*; do
-        [ -x "$t" ] || continue
-        # Only binaries that have [threads] tests; each runs just those.
-        names=$("$t" --list-test-names-only "[threads]" 2>/dev/null || true)
-        if [ -n "$names" ]; then
-          echo "-- $(basename "$t") [threads]"
-          TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "$t" "[threads]" || status=1
-        fi
-      done
+      # The binaries CMake found [threads] cases in (one path per line); each
+      # runs just those cases.
+      list=build/tsan/threaded_tests.txt
+      [ -s "$list" ] || { echo "TSan: $list is missing or empty" >&2; exit 1; }
+      while IFS= read -r t; do
+        [ -n "$t" ] || continue
+        [ -x "$t" ] || { echo "TSan: $t was not built" >&2; status=1; continue; }
+        echo "-- $(basename "$t") [threads]"
+        TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "$t" "[threads]" || status=1
+      done <"$list"
       [ $status -eq 0 ] || { echo "TSan: failures above"; exit 1; }
       ;;
     fuzz)

@@ -3,7 +3,8 @@
 # tree in which only what scripts/demo.sh builds was built (MODE=demo: the
 # README's install command right after its build command), or as a checkout
 # (MODE=subdir).
-#   cmake -DMODE=install|demo|subdir -DSOURCE=<checkout> -DBINARY=<build dir> -DWORK=<scratch> -P check.cmake
+#   cmake -DMODE=install|demo|subdir -DSOURCE=<checkout> -DBINARY=<build dir> -DWORK=<scratch>
+#         [-DRELWITHDEBINFO_FLAGS=<flags of the tree under test>] -P check.cmake
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 function(run)
@@ -25,7 +26,13 @@ elseif(MODE STREQUAL "demo")
   endif()
   string(STRIP "${CMAKE_MATCH_1}" targets)
   separate_arguments(targets UNIX_COMMAND "${targets}")
-  run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/tree -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+  # With the compiler flags of the tree under test (scripts/test.sh builds
+  # with line tables only): the same code, compiled as that tree was.
+  set(flags "")
+  if(NOT "${RELWITHDEBINFO_FLAGS}" STREQUAL "")
+    set(flags "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=${RELWITHDEBINFO_FLAGS}")
+  endif()
+  run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/tree -DCMAKE_BUILD_TYPE=RelWithDebInfo ${flags})
   run(${CMAKE_COMMAND} --build ${WORK}/tree -j2 --target ${targets})
   run(${CMAKE_COMMAND} --install ${WORK}/tree --prefix ${WORK}/prefix)
   run(${CMAKE_COMMAND} -S ${SOURCE}/tests/install/consumer -B ${WORK}/build -DCMAKE_PREFIX_PATH=${WORK}/prefix)
