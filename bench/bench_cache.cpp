@@ -166,7 +166,7 @@ struct options {
   bool json = false;
   u64 budget = 0;
   u64 penalty_ns = 1000;  // the penalty run's loader cost
-  unsigned pairs = 9;     // alternating 1- and 2-thread segments per sharded cache (0: none)
+  unsigned pairs = 9;     // alternating pairs of segments (tinylfu/std_lru, 1T/2T per sharded cache; 0: none)
 };
 
 constexpr std::string_view usage_text =
@@ -246,7 +246,7 @@ options parse_options(int argc, char** argv) {
           "  --pairs=N      N alternating pairs of segments of --ops / N operations, in one process\n"
           "                 each: tinylfu and std_lru at 1 thread (the median ratio), then each\n"
           "                 sharded cache at 1 and 2 threads (the median 2T / 1T; needs --threads >= 2)\n"
-          "                 (0..50, default 9; 0: none; not with --budget)\n"
+          "                 (0..50, default 9; 0: none; ignored under --budget)\n"
           "  --budget=BYTES same byte budget for every contender (suffix k/m/g); reports hit rates\n"
           "  --quick        small and short, for CI\n"
           "  --json         JSON on stdout (summary lines go to stderr)\n");
@@ -261,9 +261,16 @@ options parse_options(int argc, char** argv) {
   }
   if (!ops_set) o.ops = (o.quick ? 20 : 50) * o.capacity;
   if (!warmup_set) o.warmup = (o.quick ? quick_warmup_factor : default_warmup_factor) * o.capacity;
-  if (o.pairs != 0 && o.ops < 2ull * o.pairs)
-    usage_error("--pairs=" + std::to_string(o.pairs) + " needs --ops of at least 2 x pairs (" +
-                std::to_string(2ull * o.pairs) + "), got " + std::to_string(o.ops));
+  // Every segment needs an operation for each of its threads (two threads in
+  // the sharded caches' pairs, which run with --threads >= 2). No pairs run
+  // under --budget.
+  if (o.pairs != 0 && o.budget == 0) {
+    const u64 per_pair = o.threads >= 2 ? 2 : 1;
+    if (o.ops < per_pair * o.pairs)
+      usage_error("--pairs=" + std::to_string(o.pairs) + " needs --ops of at least " +
+                  (per_pair == 2 ? "2 x pairs with --threads >= 2 (" : "pairs (") +
+                  std::to_string(per_pair * o.pairs) + "), got " + std::to_string(o.ops));
+  }
   return o;
 }
 
