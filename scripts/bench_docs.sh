@@ -50,7 +50,7 @@ order="arena/32B std_monotonic/32B boost_monotonic/32B bump/32B arena_direct/32B
 boost_monotonic/mixed bump/mixed new_delete/pair/threads:1 forwarding/pair plain_new/pair
 tracking/pair/threads:1 new_delete/pair/threads:2
 tracking/pair/threads:2 pool_on_new_delete/pair pool_on_tracking/pair
-scope/enter_exit scope/enter_arena_exit histogram/record"
+scope/enter_exit scope/floor scope/enter_arena_exit histogram/record"
 order=$(echo $order)  # one line: awk -v takes no newline
 grep -v '^#' "$work/alloc.tsv" | awk -F'\t' -v order="$order" '
   BEGIN { n = split(order, names, / +/); for (i = 1; i <= n; ++i) rank[names[i]] = i }
