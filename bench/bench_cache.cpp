@@ -805,6 +805,13 @@ std::string json_number(double v) {
   return buf;
 }
 
+// [v[0],...,v[n-1]]
+std::string json_numbers(const double* v, unsigned n) {
+  std::string s = "[";
+  for (unsigned i = 0; i < n; ++i) s += (i ? "," : "") + json_number(v[i]);
+  return s + "]";
+}
+
 std::string to_json(const options& o, const zipf_params& zp, const std::vector<result>& rs,
                     const std::vector<scaling_result>& scaling, const std::vector<versus_result>& versus) {
   std::string s = "{\"version\":1,\"config\":{";
@@ -851,12 +858,7 @@ std::string to_json(const options& o, const zipf_params& zp, const std::vector<r
     s += "{\"cache\":\"" + std::string(r.cache) + "\"";
     s += ",\"pairs\":" + std::to_string(r.pairs);
     s += ",\"segment_ops\":" + std::to_string(r.segment_ops);
-    std::string one, two;
-    for (unsigned p = 0; p < r.pairs; ++p) {
-      one += (p ? "," : "") + json_number(r.one[p]);
-      two += (p ? "," : "") + json_number(r.two[p]);
-    }
-    s += ",\"ops_per_s_1t\":[" + one + "],\"ops_per_s_2t\":[" + two + "]";
+    s += ",\"ops_per_s_1t\":" + json_numbers(r.one, r.pairs) + ",\"ops_per_s_2t\":" + json_numbers(r.two, r.pairs);
     s += ",\"median_ratio\":" + json_number(median_ratio(r)) + "}";
   }
   s += "],\"versus\":[";
@@ -867,12 +869,7 @@ std::string to_json(const options& o, const zipf_params& zp, const std::vector<r
     s += "{\"cache\":\"" + std::string(r.cache) + "\",\"peer\":\"" + std::string(r.peer) + "\"";
     s += ",\"pairs\":" + std::to_string(r.pairs);
     s += ",\"segment_ops\":" + std::to_string(r.segment_ops);
-    std::string ours, theirs;
-    for (unsigned p = 0; p < r.pairs; ++p) {
-      ours += (p ? "," : "") + json_number(r.ours[p]);
-      theirs += (p ? "," : "") + json_number(r.theirs[p]);
-    }
-    s += ",\"ops_per_s\":[" + ours + "],\"peer_ops_per_s\":[" + theirs + "]";
+    s += ",\"ops_per_s\":" + json_numbers(r.ours, r.pairs) + ",\"peer_ops_per_s\":" + json_numbers(r.theirs, r.pairs);
     s += ",\"median_ratio\":" + json_number(median_ratio(r)) + "}";
   }
   s += "]}";

@@ -261,7 +261,7 @@ scope::scope(std::string_view name, scope_options options) : limit_(options.limi
   detail::thread_state& st = detail::current_thread_state();
   detail::drain_pending();
   id_ = st.next_scope_id++;
-  uncaught_at_entry_ = detail::uncaught_exceptions(st);
+  uncaught_at_entry_ = detail::uncaught_exceptions(&st);
   if (detail::scope_clock::get().ns_per_tick.load(std::memory_order_relaxed) > 0) [[likely]] {
     tsc_clock_ = true;
     start_ = detail::tsc_ticks();
@@ -311,10 +311,9 @@ scope::~scope() {
   run.counters = counters;
   run.counter_count = counter_count_;
   run.seconds = seconds;
-  const int uncaught_now = t.state ? detail::uncaught_exceptions(*t.state) : std::uncaught_exceptions();
   run.result = limit_hit_ ? detail::run_result::oom
-               : uncaught_now > uncaught_at_entry_ ? detail::run_result::err
-                                                   : detail::run_result::ok;
+               : detail::uncaught_exceptions(t.state) > uncaught_at_entry_ ? detail::run_result::err
+                                                                            : detail::run_result::ok;
   run.thread = t.state ? t.state->os_tid : detail::os_thread_id();
   run.cache = t.state ? &t.state->fold_memo : nullptr;
   detail::fold_scope(run);

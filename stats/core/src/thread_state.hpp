@@ -54,16 +54,15 @@ inline const void* this_thread_eh_globals() noexcept {
 #endif
 }
 
-// std::uncaught_exceptions() of the thread that owns `s`, called by that
-// thread: one load through the pointer taken with the record, where
-// std::uncaught_exceptions() is a call into the shared C++ runtime and a
-// thread-local lookup there (7.5 ns against well under 1 ns on the AMD EPYC
-// CI machine; a scope reads it twice).
-// Debug builds (the ASan+UBSan step of scripts/test.sh) check the read
-// against std::uncaught_exceptions() on every call.
-inline int uncaught_exceptions(const thread_state& s) noexcept {
-  if (s.eh_globals) [[likely]] {
-    const int n = static_cast<int>(static_cast<const itanium_eh_globals*>(s.eh_globals)->uncaught_exceptions);
+// std::uncaught_exceptions() of the thread that owns `s` (null: no record),
+// called by that thread: one load through the pointer taken with the record,
+// where std::uncaught_exceptions() is a call into the shared C++ runtime and
+// a thread-local lookup there (7.5 ns against well under 1 ns on the AMD EPYC
+// CI machine; a scope reads it twice). Debug builds (the ASan+UBSan step of
+// scripts/test.sh) check the read against std::uncaught_exceptions().
+inline int uncaught_exceptions(const thread_state* s) noexcept {
+  if (s && s->eh_globals) [[likely]] {
+    const int n = static_cast<int>(static_cast<const itanium_eh_globals*>(s->eh_globals)->uncaught_exceptions);
     assert(n == std::uncaught_exceptions());
     return n;
   }
