@@ -58,6 +58,7 @@
 
 #include "arenastat/arena_resource.hpp"
 #include "arenastat/bench/memory_manager.hpp"
+#include "arenastat/detail/short_mutex.hpp"
 #include "arenastat/histogram.hpp"
 #include "arenastat/pause_meter.hpp"
 #include "arenastat/scope.hpp"
@@ -285,9 +286,9 @@ void BM_scope_enter_exit(benchmark::State& state) {
 // What a timed scope folded into a locked table cannot avoid, measured here
 // as its floor: two reads of the clock scopes use (the time-stamp counter on
 // x86-64 once calibrated, scope.cpp; steady_clock elsewhere) and an
-// uncontended lock and unlock, nothing else.
+// uncontended lock and unlock of the table's lock type, nothing else.
 void BM_scope_floor(benchmark::State& state) {
-  static std::mutex mutex;
+  static arenastat::detail::short_mutex mutex;  // the table's lock (table.cpp)
   for (auto _ : state) {
 #if defined(__x86_64__)
     benchmark::DoNotOptimize(__rdtsc());

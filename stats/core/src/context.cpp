@@ -36,8 +36,7 @@ thread_local state_holder holder;
 
 std::uint64_t os_thread_id() noexcept { return static_cast<std::uint64_t>(::syscall(SYS_gettid)); }
 
-thread_state& current_thread_state() {
-  if (thread_state* s = tls_scopes.state) return *s;
+thread_state& acquire_thread_state() {
   thread_state* s = nullptr;
   {
     free_list& f = states();

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <type_traits>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -19,6 +20,7 @@
 #define ARENASTAT_HAVE_TSC 0
 #endif
 
+#include "arenastat/detail/short_mutex.hpp"
 #include "leaks_internal.hpp"
 #include "table_internal.hpp"
 #include "thread_state.hpp"
@@ -88,17 +90,17 @@ struct scope_clock {
   std::atomic<double> ns_per_tick{0};       // 0: not calibrated: scopes read steady_clock
   std::atomic<std::uint64_t> next_tick{0};  // the TSC reading at which to refine the rate
   std::atomic<std::uint64_t> due_ns{0};     // steady ns at which the first rate is taken (0: not started)
-  std::mutex mutex;                         // calibration only
+  short_mutex mutex;                        // calibration only
   bool started = false;
   bool usable = false;
   std::uint64_t tsc0 = 0;
   std::uint64_t ns0 = 0;
-
-  static scope_clock& get() {
-    static scope_clock* const c = new scope_clock();  // never destroyed (scopes end during exit)
-    return *c;
-  }
 };
+// Constant-initialised and never destroyed (nothing to destroy): scopes may
+// begin in static initialisers and end during exit, and reading it costs no
+// guard check (a function-local static's was 8 instructions a scope).
+static_assert(std::is_trivially_destructible_v<scope_clock>);
+constinit scope_clock the_scope_clock;
 
 constexpr std::uint64_t first_window_ns = 50'000'000;
 
@@ -146,7 +148,7 @@ void calibrate_locked(scope_clock& c) noexcept {
 // A scope that read steady_clock ended at `now_ns`: starts the calibration,
 // or takes the first rate once the first window has passed.
 void clock_steady_run_ended(std::uint64_t now_ns) noexcept {
-  scope_clock& c = scope_clock::get();
+  scope_clock& c = the_scope_clock;
   const std::uint64_t due = c.due_ns.load(std::memory_order_relaxed);
   if (due != 0 && now_ns < due) return;
   std::lock_guard lock(c.mutex);
@@ -166,7 +168,7 @@ void clock_steady_run_ended(std::uint64_t now_ns) noexcept {
 
 // A scope that read the TSC ended at `tsc`: refines the rate when its window doubled.
 void clock_tsc_run_ended(std::uint64_t tsc) noexcept {
-  scope_clock& c = scope_clock::get();
+  scope_clock& c = the_scope_clock;
   if (tsc < c.next_tick.load(std::memory_order_relaxed)) [[likely]] return;
   std::lock_guard lock(c.mutex);
   if (tsc >= c.next_tick.load(std::memory_order_relaxed)) calibrate_locked(c);
@@ -179,6 +181,11 @@ void credit_stamped(std::uint64_t first_id, std::uint64_t last_id, tag_id tag, s
   for (std::uint32_t i = 0; i < t.depth && scope_access::id(*t.frames[i]) <= last_id; ++i)
     if (scope_access::id(*t.frames[i]) >= first_id)
       scope_access::credit(*t.frames[i], tag, static_cast<std::int64_t>(bytes));
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] void throw_too_deep(std::string_view name) {
+  throw std::length_error("arenastat::scope '" + std::string(name) + "': more than " +
+                          std::to_string(max_scope_depth) + " nested scopes on one thread");
 }
 
 [[gnu::noinline]] void drain_pending_now(thread_state& st) noexcept {
@@ -243,15 +250,13 @@ void credit_chunk(const charge_stamp& stamp, std::size_t bytes) noexcept {
 }
 
 const char* scope_clock_name() noexcept {
-  return detail::scope_clock::get().ns_per_tick.load(std::memory_order_relaxed) > 0 ? "tsc" : "steady_clock";
+  return detail::the_scope_clock.ns_per_tick.load(std::memory_order_relaxed) > 0 ? "tsc" : "steady_clock";
 }
 
 scope::scope(std::string_view name, scope_options options) : limit_(options.limit_bytes) {
   if (name.empty() || name.size() > max_name_bytes) [[unlikely]] detail::check_name(name, "arenastat::scope");
   detail::thread_scopes& t = detail::tls_scopes;
-  if (t.depth >= detail::max_scope_depth)
-    throw std::length_error("arenastat::scope '" + std::string(name) + "': more than " +
-                            std::to_string(detail::max_scope_depth) + " nested scopes on one thread");
+  if (t.depth >= detail::max_scope_depth) [[unlikely]] detail::throw_too_deep(name);
   if (name.size() <= short_name_max) {
     std::memcpy(short_name_, name.data(), name.size());
     name_len_ = static_cast<std::uint32_t>(name.size());
@@ -262,7 +267,7 @@ scope::scope(std::string_view name, scope_options options) : limit_(options.limi
   detail::drain_pending();
   id_ = st.next_scope_id++;
   uncaught_at_entry_ = detail::uncaught_exceptions(&st);
-  if (detail::scope_clock::get().ns_per_tick.load(std::memory_order_relaxed) > 0) [[likely]] {
+  if (detail::the_scope_clock.ns_per_tick.load(std::memory_order_relaxed) > 0) [[likely]] {
     tsc_clock_ = true;
     start_ = detail::tsc_ticks();
   } else {
@@ -276,7 +281,7 @@ scope::~scope() {
   double seconds;
   if (tsc_clock_) [[likely]] {
     const std::uint64_t end = detail::tsc_ticks();
-    const double rate = detail::scope_clock::get().ns_per_tick.load(std::memory_order_relaxed);
+    const double rate = detail::the_scope_clock.ns_per_tick.load(std::memory_order_relaxed);
     seconds = end > start_ ? static_cast<double>(end - start_) * rate * 1e-9 : 0.0;
     detail::clock_tsc_run_ended(end);
   } else {

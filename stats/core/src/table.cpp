@@ -13,6 +13,8 @@
 
 #include <boost/unordered/unordered_flat_set.hpp>
 
+#include "arenastat/detail/short_mutex.hpp"
+
 #include "quoted.hpp"
 #include "sys.hpp"
 #include "table_internal.hpp"
@@ -188,7 +190,7 @@ std::size_t table_max_from_env() noexcept {
 }
 
 struct scope_table {
-  std::mutex mutex;
+  short_mutex mutex;  // every scope's exit folds under it: no calls into the C library when free
   boost::unordered_flat_set<record_ref, record_hash, record_eq> records;
   std::vector<folded_row> folded;  // at most max_folded_rows prefixes + "(other)"
   std::uint64_t folded_entries = 0;

@@ -69,8 +69,14 @@ inline int uncaught_exceptions(const thread_state* s) noexcept {
   return std::uncaught_exceptions();
 }
 
+// Acquires a record for this thread (a recycled one, else a new one).
+thread_state& acquire_thread_state();
+
 // This thread's record, acquired on first use (not before a scope is entered).
-thread_state& current_thread_state();
+inline thread_state& current_thread_state() {
+  if (thread_state* s = tls_scopes.state) [[likely]] return *s;
+  return acquire_thread_state();
+}
 
 // Queues a credit for the owner's scopes (called from another thread).
 void post_credit(thread_state& owner, const pending_credit& credit) noexcept;

@@ -1,50 +1,18 @@
-// shard_mutex: the lock of one sharded_cache shard. Its critical sections are
-// short (a lookup, an insert with an eviction: well under a microsecond), so a
-// waiter first spins a little, then sleeps on the lock word (C++20 atomic
-// wait, a futex on Linux). A plain std::mutex goes to sleep at once, and on a
-// hot Zipfian shard every collision then cost a sleep and a wake-up of tens
-// of microseconds: two threads ran slower than one (docs/cache.md).
-//
-// Three states (the classic futex mutex): 0 free, 1 locked, 2 locked and a
-// thread may be asleep, so unlock() wakes one only when the word was 2.
+// The locks of sharded_cache's shards: detail::short_mutex (its critical
+// sections are a lookup, an insert with an eviction: well under a
+// microsecond), and below it the same lock with a version for readers that
+// take none. A plain std::mutex goes to sleep at once, and on a hot Zipfian
+// shard every collision then cost a sleep and a wake-up of tens of
+// microseconds: two threads ran slower than one (docs/cache.md).
 #pragma once
 #include <atomic>
 #include <cstdint>
 
+#include "arenastat/detail/short_mutex.hpp"
+
 namespace arenastat::detail {
 
-class shard_mutex {
- public:
-  static constexpr int spin_limit = 256;  // pauses before sleeping (a few microseconds)
-
-  void lock() noexcept {
-    if (try_lock()) [[likely]] return;
-    for (int i = 0; i < spin_limit; ++i) {
-      pause();
-      if (state_.load(std::memory_order_relaxed) == 0 && try_lock()) return;
-    }
-    // Mark the lock contended and sleep until it is handed back.
-    while (state_.exchange(2, std::memory_order_acquire) != 0) state_.wait(2, std::memory_order_relaxed);
-  }
-  bool try_lock() noexcept {
-    std::uint32_t expected = 0;
-    return state_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed);
-  }
-  void unlock() noexcept {
-    if (state_.exchange(0, std::memory_order_release) == 2) state_.notify_one();
-  }
-
- private:
-  static void pause() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-  }
-
-  std::atomic<std::uint32_t> state_{0};
-};
+using shard_mutex = short_mutex;
 
 // The fences of the sequence lock below. ThreadSanitizer does not model
 // fences (GCC warns, -Wtsan); the reads they order are not instrumented
