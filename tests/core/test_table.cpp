@@ -240,6 +240,56 @@ TEST_CASE("breakdowns survive being rewritten in place and reallocated", "[table
   CHECK(e.at_peak == std::vector<arenastat::tag_bytes>{{"node", 4096}});
 }
 
+TEST_CASE("runs folded again on one thread keep the largest run's breakdown; an equal peak replaces it",
+          "[table]") {
+  // One name in a loop on one thread: after the first run the fold finds the
+  // record from the thread's memo. Smaller runs must not touch the breakdown,
+  // a run as large as the largest replaces it, and every run is counted.
+  const auto run = [](const char* tag, std::size_t chunk, const char* counter) {
+    scope s{"test/table/memo"};
+    if (counter) s.set_counter(counter, static_cast<std::int64_t>(chunk));
+    arena_resource a{tag, {.initial_chunk = chunk}};
+    (void)a.allocate(8, 8);  // one chunk of exactly `chunk` bytes
+  };
+  run("memo-a", 4096, "n");
+  run("memo-b", 1024, nullptr);  // smaller: breakdown and counters stay the first run's
+  auto e = test::find_entry("test/table/memo", entry_kind::scope);
+  CHECK(e.count == 2);
+  CHECK(e.peak_bytes == 4096);
+  CHECK(e.last_peak_bytes == 1024);
+  CHECK(e.at_peak == std::vector<arenastat::tag_bytes>{{"memo-a", 4096}});
+  CHECK(e.counters == std::vector<arenastat::counter_value>{{"n", 4096, 4096, true}});
+  run("memo-b", 4096, nullptr);  // as large: its breakdown (no counters) replaces the first
+  e = test::find_entry("test/table/memo", entry_kind::scope);
+  CHECK(e.count == 3);
+  CHECK(e.peak_bytes == 4096);
+  CHECK(e.at_peak == std::vector<arenastat::tag_bytes>{{"memo-b", 4096}});
+  CHECK(e.counters.empty());
+  for (int i = 0; i < 3; ++i) {  // empty runs: counted, peak and breakdown kept
+    scope s{"test/table/memo"};
+  }
+  e = test::find_entry("test/table/memo", entry_kind::scope);
+  CHECK(e.count == 6);
+  CHECK(e.peak_bytes == 4096);
+  CHECK(e.last_peak_bytes == 0);
+  CHECK(e.at_peak == std::vector<arenastat::tag_bytes>{{"memo-b", 4096}});
+}
+
+TEST_CASE("an empty run folded again keeps a tagless record's peak of 0 and counts each run", "[table]") {
+  for (int i = 0; i < 4; ++i) {
+    scope s{"test/table/memo-empty"};
+    s.set_counter("i", i);  // counters: the general path; the last run's wins at an equal peak
+  }
+  for (int i = 0; i < 4; ++i) {
+    scope s{"test/table/memo-empty"};  // no counters, no tags: the inline path once the record has none
+  }
+  const auto e = test::find_entry("test/table/memo-empty", entry_kind::scope);
+  CHECK(e.count == 8);
+  CHECK(e.peak_bytes == 0);
+  CHECK(e.at_peak.empty());
+  CHECK(e.counters.empty());  // the first counterless run at the equal peak of 0 replaced them
+}
+
 TEST_CASE("concurrent scopes, arenas handed between threads and shared accounts stay exact",
           "[table][threads]") {
   // Producers compile in scopes and hand a finished arena to a consumer thread

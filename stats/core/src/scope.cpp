@@ -292,14 +292,18 @@ scope::~scope() {
   detail::drain_pending();
   detail::thread_scopes& t = detail::tls_scopes;
   // Scopes end in reverse order (this one on top); tolerate an out-of-order end by closing the gap.
-  scope** top = t.frames + t.depth;
-  scope** me = t.depth != 0 && top[-1] == this ? top - 1 : std::find(t.frames, top, this);
-  if (me != top) {
-    if (static_cast<std::uint32_t>(me - t.frames) < t.base) --t.base;  // it was hidden
-    std::copy(me + 1, top, me);
-    --t.depth;
-    t.visible = t.depth - t.base;
+  if (t.depth > t.base && t.frames[t.depth - 1] == this) [[likely]] {
+    --t.depth;  // the top, visible
+  } else {
+    scope** top = t.frames + t.depth;
+    scope** me = std::find(t.frames, top, this);
+    if (me != top) {
+      if (static_cast<std::uint32_t>(me - t.frames) < t.base) --t.base;  // it was hidden
+      std::copy(me + 1, top, me);
+      --t.depth;
+    }
   }
+  t.visible = t.depth - t.base;
 
   // Only the counters set are constructed (a scope that sets none, the common
   // case, writes nothing here).

@@ -352,19 +352,35 @@ void check_name(std::string_view name, std::string_view who) {
                                 " bytes (arenastat::max_name_bytes)");
 }
 
-void fold_scope(const scope_run& run) noexcept {
-  scope_table& t = scope_table::get();
+namespace {
+
+// What every run adds, whichever path folds it. Lock held.
+void add_run(scope_record& r, const scope_run& run) noexcept {
+  r.count += 1;
+  r.last_peak = run.peak;
+  r.total_s += run.seconds;
+  r.last_s = run.seconds;
+  r.thread = static_cast<std::uint32_t>(run.thread);
+  r.result = static_cast<std::uint8_t>(run.result) & 3u;
+  if (run.result == run_result::oom && r.oom_count != UINT32_MAX) ++r.oom_count;
+  if (run.result == run_result::err && r.err_count != UINT32_MAX) ++r.err_count;
+}
+
+// The record the thread folded last, when it is still the table's and has
+// this run's name (a scope in a loop). Lock held.
+scope_record* memo_hit(const scope_table& t, const scope_run& run) noexcept {
+  const fold_cache* cache = run.cache;
+  if (!cache || cache->generation != t.generation || !cache->record) return nullptr;
+  auto* r = static_cast<scope_record*>(const_cast<void*>(cache->record));
+  return r->name() == run.name ? r : nullptr;
+}
+
+// Every other fold: a lookup, a new record, a new largest run whose
+// breakdown or counters replace the record's. Lock held.
+[[gnu::noinline]] void fold_general(scope_table& t, const scope_run& run) noexcept {
   try {
-    std::lock_guard lock(t.mutex);
-    scope_record* r = nullptr;
+    scope_record* r = memo_hit(t, run);
     bool created = false;
-    // The common case: the thread folds the name it folded last (a scope in a
-    // loop); its record is still the table's while the generation is unchanged.
-    fold_cache* cache = run.cache;
-    if (cache && cache->generation == t.generation && cache->record) {
-      auto* cached = static_cast<scope_record*>(const_cast<void*>(cache->record));
-      if (cached->name() == run.name) r = cached;
-    }
     if (!r) {
       if (auto it = t.records.find(run.name); it != t.records.end()) {
         r = it->r;
@@ -403,15 +419,8 @@ void fold_scope(const scope_run& run) noexcept {
       }
       r->max_peak = run.peak;
     }
-    r->count += 1;
-    r->last_peak = run.peak;
-    r->total_s += run.seconds;
-    r->last_s = run.seconds;
-    r->thread = static_cast<std::uint32_t>(run.thread);
-    r->result = static_cast<std::uint8_t>(run.result) & 3u;
-    if (run.result == run_result::oom && r->oom_count != UINT32_MAX) ++r->oom_count;
-    if (run.result == run_result::err && r->err_count != UINT32_MAX) ++r->err_count;
-    if (cache) *cache = {r, t.generation};
+    add_run(*r, run);
+    if (run.cache) *run.cache = {r, t.generation};
     if (created) {
       try {
         compact(t);  // may fold r itself out: compact moves the generation on, so the memo lapses
@@ -422,6 +431,25 @@ void fold_scope(const scope_run& run) noexcept {
   } catch (...) {
     t.lost.fetch_add(1, std::memory_order_relaxed);
   }
+}
+
+}  // namespace
+
+void fold_scope(const scope_run& run) noexcept {
+  scope_table& t = scope_table::get();
+  std::lock_guard lock(t.mutex);
+  // The common case, inline: the name folded last on this thread, and a run
+  // that replaces no breakdown (below the largest peak, or no tags and no
+  // counters on either side).
+  if (scope_record* r = memo_hit(t, run)) [[likely]] {
+    if (run.peak < r->max_peak ||
+        (run.tags_high == 0 && run.counter_count == 0 && r->n_tags == 0 && r->n_counters == 0)) {
+      r->max_peak = std::max(r->max_peak, run.peak);
+      add_run(*r, run);
+      return;
+    }
+  }
+  fold_general(t, run);
 }
 
 std::uint64_t lost_folds() noexcept { return scope_table::get().lost.load(std::memory_order_relaxed); }
