@@ -22,6 +22,7 @@
 
 #include "arenastat/detail/short_mutex.hpp"
 #include "leaks_internal.hpp"
+#include "short_bytes.hpp"
 #include "table_internal.hpp"
 #include "thread_state.hpp"
 
@@ -258,7 +259,8 @@ scope::scope(std::string_view name, scope_options options) : limit_(options.limi
   detail::thread_scopes& t = detail::tls_scopes;
   if (t.depth >= detail::max_scope_depth) [[unlikely]] detail::throw_too_deep(name);
   if (name.size() <= short_name_max) {
-    std::memcpy(short_name_, name.data(), name.size());
+    static_assert(short_name_max <= detail::short_bytes_max);
+    detail::copy_short(short_name_, name.data(), name.size());
     name_len_ = static_cast<std::uint32_t>(name.size());
   } else {
     long_name_.assign(name);

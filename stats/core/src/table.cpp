@@ -16,6 +16,7 @@
 #include "arenastat/detail/short_mutex.hpp"
 
 #include "quoted.hpp"
+#include "short_bytes.hpp"
 #include "sys.hpp"
 #include "table_internal.hpp"
 
@@ -355,7 +356,7 @@ void check_name(std::string_view name, std::string_view who) {
 namespace {
 
 // What every run adds, whichever path folds it. Lock held.
-void add_run(scope_record& r, const scope_run& run) noexcept {
+[[gnu::always_inline]] inline void add_run(scope_record& r, const scope_run& run) noexcept {
   r.count += 1;
   r.last_peak = run.peak;
   r.total_s += run.seconds;
@@ -368,11 +369,11 @@ void add_run(scope_record& r, const scope_run& run) noexcept {
 
 // The record the thread folded last, when it is still the table's and has
 // this run's name (a scope in a loop). Lock held.
-scope_record* memo_hit(const scope_table& t, const scope_run& run) noexcept {
+[[gnu::always_inline]] inline scope_record* memo_hit(const scope_table& t, const scope_run& run) noexcept {
   const fold_cache* cache = run.cache;
   if (!cache || cache->generation != t.generation || !cache->record) return nullptr;
   auto* r = static_cast<scope_record*>(const_cast<void*>(cache->record));
-  return r->name() == run.name ? r : nullptr;
+  return same_name(r->name(), run.name) ? r : nullptr;
 }
 
 // Every other fold: a lookup, a new record, a new largest run whose
