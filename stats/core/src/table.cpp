@@ -377,10 +377,11 @@ namespace {
 }
 
 // Every other fold: a lookup, a new record, a new largest run whose
-// breakdown or counters replace the record's. Lock held.
-[[gnu::noinline]] void fold_general(scope_table& t, const scope_run& run) noexcept {
+// breakdown or counters replace the record's. `memo`: memo_hit's answer for
+// this run (null: look the name up). Lock held.
+[[gnu::noinline]] void fold_general(scope_table& t, const scope_run& run, scope_record* memo) noexcept {
   try {
-    scope_record* r = memo_hit(t, run);
+    scope_record* r = memo;
     bool created = false;
     if (!r) {
       if (auto it = t.records.find(run.name); it != t.records.end()) {
@@ -442,15 +443,15 @@ void fold_scope(const scope_run& run) noexcept {
   // The common case, inline: the name folded last on this thread, and a run
   // that replaces no breakdown (below the largest peak, or no tags and no
   // counters on either side).
-  if (scope_record* r = memo_hit(t, run)) [[likely]] {
-    if (run.peak < r->max_peak ||
-        (run.tags_high == 0 && run.counter_count == 0 && r->n_tags == 0 && r->n_counters == 0)) {
-      r->max_peak = std::max(r->max_peak, run.peak);
-      add_run(*r, run);
-      return;
-    }
+  scope_record* const r = memo_hit(t, run);
+  if (r != nullptr &&
+      (run.peak < r->max_peak ||
+       (run.tags_high == 0 && run.counter_count == 0 && r->n_tags == 0 && r->n_counters == 0))) [[likely]] {
+    r->max_peak = std::max(r->max_peak, run.peak);
+    add_run(*r, run);
+    return;
   }
-  fold_general(t, run);
+  fold_general(t, run, r);
 }
 
 std::uint64_t lost_folds() noexcept { return scope_table::get().lost.load(std::memory_order_relaxed); }

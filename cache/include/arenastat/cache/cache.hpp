@@ -663,7 +663,7 @@ class basic_cache {
   // hold (W-TinyLFU: the key's sketch counters; LRU: nothing), before the
   // probe: a miss then finds the counters on their way. Started at the miss
   // instead, the load of the sketch's row was one more wait after the probe's
-  // (its own cache miss at 1M entries): about 13% of cache_profile's time on
+  // (its own cache miss at 1M entries): about 14% of cache_profile's time on
   // W-TinyLFU, in the counting at the end of the miss (docs/cache.md, session
   // 9). A hit does not read the line: one prefetch wasted, a few instructions.
   [[gnu::always_inline]] void prefetch_counts(hashed_key h) const noexcept { policy_.prefetch(h.h32()); }
