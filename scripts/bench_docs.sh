@@ -207,6 +207,16 @@ pause_line=$(grep "pauses: " "$work/alloc.err" || true)
   echo "Both print Google Benchmark's report on stdout, in the format its flags ask for"
   echo "(\`--benchmark_format=json\` gives JSON alone), and their goal and ratio lines on stderr."
   echo
+  echo "The ratio goals (all but the scope's, which is in nanoseconds) are read from the"
+  echo "\`alt/\` benchmarks, not from the table's separate runs: each runs the contender and"
+  echo "its peer in turns, blocks of 16,384 requests (8,192 pairs) in the order a b b a,"
+  echo "each block timed by the steady clock, with two threads meeting between blocks so both"
+  echo "run the same side at once; a ratio is the median over the repetitions. The blocks call"
+  echo "the same out-of-line loops as the separate runs. This host's speed changes with the"
+  echo "minute, and separate runs seconds apart then compare different minutes:"
+  echo "tracking/new_delete read 0.62 and 1.27 from separate runs of one build (the alternating"
+  echo "blocks 0.91-0.96). The separate runs' ratios are printed too, without a goal."
+  echo
   echo "## Goals of the allocation core, measured in this run"
   echo
   echo '```'

@@ -32,6 +32,7 @@ void memory_manager::Start() {
   at_start_ = sum_accounts();
   owner_ = std::this_thread::get_id();
   scope_ = std::make_unique<arenastat::scope>(scope_name_);
+  window_open_.store(true, std::memory_order_release);
 }
 
 void memory_manager::Stop(Result& result) {
@@ -42,6 +43,7 @@ void memory_manager::Stop(Result& result) {
   f.peak_bytes = static_cast<std::int64_t>(scope_->peak_bytes());
   f.net_bytes = scope_->net_bytes();
   scope_.reset();
+  window_open_.store(false, std::memory_order_release);
   const account_sums now = sum_accounts();
   f.allocations = static_cast<std::int64_t>(now.allocations - at_start_.allocations);
   f.frees = static_cast<std::int64_t>(now.frees - at_start_.frees);

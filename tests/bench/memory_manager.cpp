@@ -98,6 +98,16 @@ TEST_CASE("each window is folded into the table under the manager's name", "[mem
   CHECK(count == 2);
 }
 
+TEST_CASE("window_open is true from Start to Stop only", "[memory_manager]") {
+  memory_manager mm;
+  Result result;
+  CHECK_FALSE(mm.window_open());
+  mm.Start();
+  CHECK(mm.window_open());
+  mm.Stop(result);
+  CHECK_FALSE(mm.window_open());
+}
+
 TEST_CASE("misuse throws a clear error", "[memory_manager]") {
   CHECK_THROWS_WITH(memory_manager(""), Catch::Contains("scope name"));
   memory_manager mm;

@@ -277,3 +277,45 @@ TEST_CASE("bytes_requested is the sum asked on every path: fast, padded, own chu
   CHECK(refused > 0);  // the injection reached the slow path
   CHECK(a.chunk_count() > 10);
 }
+
+TEST_CASE("requests through arena_resource& and through memory_resource* are placed alike", "[arena]") {
+  // arena_resource::allocate (the inlined bump path, for callers that hold
+  // the arena itself) and memory_resource::allocate (virtual) run the same
+  // code: the same requests give the same offsets, chunks and counts.
+  test::recording_hook direct_hook, virtual_hook;
+  arena_resource direct{"node", arena_options{.initial_chunk = 256, .max_chunk = 512, .hook = &direct_hook}};
+  arena_resource virt{"node", arena_options{.initial_chunk = 256, .max_chunk = 512, .hook = &virtual_hook}};
+  std::pmr::memory_resource* mr = &virt;
+  char* direct_prev = nullptr;
+  char* virtual_prev = nullptr;
+  std::size_t same_chunk_steps = 0;
+  for (std::size_t i = 0; i < 300; ++i) {
+    const std::size_t bytes = (i * 37) % 200;
+    // Up to the chunks' alignment (16): beyond it the padding depends on
+    // where upstream put the chunk, which differs between the two arenas.
+    const std::size_t alignment = std::size_t{1} << (i % 5);
+    const std::size_t chunks_before = direct.chunk_count();
+    auto* d = static_cast<char*>(direct.allocate(bytes, alignment));
+    auto* v = static_cast<char*>(mr->allocate(bytes, alignment));
+    REQUIRE(reinterpret_cast<std::uintptr_t>(d) % alignment == 0);
+    REQUIRE(reinterpret_cast<std::uintptr_t>(v) % alignment == 0);
+    if (direct.chunk_count() == chunks_before && direct_prev != nullptr) {
+      REQUIRE(d - direct_prev == v - virtual_prev);  // the same step within the current chunk
+      ++same_chunk_steps;
+    }
+    direct_prev = d;
+    virtual_prev = v;
+    REQUIRE(direct.chunk_count() == virt.chunk_count());
+  }
+  CHECK(same_chunk_steps > 100);
+  CHECK(direct_hook.acquired == virtual_hook.acquired);
+  CHECK(direct.bytes_requested() == virt.bytes_requested());
+  CHECK(direct.bytes_reserved() == virt.bytes_reserved());
+  // The default alignment is the largest fundamental one, as memory_resource's.
+  CHECK(reinterpret_cast<std::uintptr_t>(direct.allocate(1)) % alignof(std::max_align_t) == 0);
+  (void)direct.allocate(1, 1);
+  CHECK(reinterpret_cast<std::uintptr_t>(direct.allocate(8)) % alignof(std::max_align_t) == 0);
+  CHECK_THROWS_AS(direct.allocate(8, 3), std::invalid_argument);
+  direct.deallocate(direct_prev, 8);  // a no-op, as through memory_resource*
+  CHECK(direct.bytes_requested() == virt.bytes_requested() + 1 + 1 + 8);
+}

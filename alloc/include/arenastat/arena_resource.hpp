@@ -50,6 +50,16 @@ class arena_resource final : public std::pmr::memory_resource {
   // Gives every chunk back upstream; the next chunk has the initial size again.
   void release() noexcept;
 
+  // Called through arena_resource (a final class) these are the bump path
+  // itself, inlined: memory_resource::allocate reaches do_allocate through the
+  // vtable, and GCC 12 does not devirtualise that through an arena_resource&
+  // (it loads the vtable entry and compares it with do_allocate on every
+  // request). Through memory_resource* the same code runs, virtually.
+  [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment = alignof(std::max_align_t)) {
+    return arena_resource::do_allocate(bytes, alignment);
+  }
+  void deallocate(void*, std::size_t, std::size_t = alignof(std::max_align_t)) noexcept {}
+
   std::size_t bytes_reserved() const noexcept { return reserved_; }    // chunks held
   // Asked of allocate: what was asked before `mark_` plus what the fast path
   // bumped since (it adds no padding), so the fast path keeps no count.

@@ -38,6 +38,7 @@
 #pragma once
 #include <benchmark/benchmark.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -79,6 +80,12 @@ class memory_manager final : public benchmark::MemoryManager {
   // Google Benchmark 1.7's deprecated overload; forwards to Stop(Result&).
   void Stop(Result* result) override;
 
+  // Whether a window is open: Google Benchmark 1.7 makes its memory run on
+  // one thread even for a benchmark registered with Threads(n), so a
+  // benchmark that synchronises its threads must not wait for the others
+  // while this is true. Safe to read from any thread.
+  bool window_open() const noexcept { return window_open_.load(std::memory_order_acquire); }
+
   // Figures of the latest completed window.
   const memory_figures& last() const noexcept { return last_; }
   const std::string& scope_name() const noexcept { return scope_name_; }
@@ -87,6 +94,7 @@ class memory_manager final : public benchmark::MemoryManager {
   std::string scope_name_;
   std::unique_ptr<arenastat::scope> scope_;  // open window, owned by owner_'s thread
   std::thread::id owner_;
+  std::atomic<bool> window_open_{false};
   account_sums at_start_;
   memory_figures last_;
 };
