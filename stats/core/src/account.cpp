@@ -197,12 +197,19 @@ void account::on_deallocate_shared(std::size_t bytes, tag_id tag) noexcept {
   shared_.live.fetch_sub(n, std::memory_order_relaxed);
 }
 
+namespace {
+// Bit tests on the tag mask. Not std::popcount: without -mpopcnt it is a call
+// into libgcc (__popcountdi2), and raise_peak asks on every new peak.
+inline bool one_tag(std::uint64_t used) noexcept { return used != 0 && (used & (used - 1)) == 0; }
+inline bool several_tags(std::uint64_t used) noexcept { return (used & (used - 1)) != 0; }
+}  // namespace
+
 void account::declare_tag(tag_id tag) noexcept {
   const std::uint64_t bit = std::uint64_t{1} << tag;
   std::lock_guard lock(slow_->mutex);
   const std::uint64_t used = tags_used_.load(std::memory_order_relaxed);
   if (used & bit) return;
-  if (std::popcount(used) == 1) {
+  if (one_tag(used)) {
     // Until now one tag held every byte: pin the breakdown of the current peak
     // before a second tag makes it ambiguous.
     const std::int64_t peak = shared_.peak.load(std::memory_order_relaxed);
@@ -220,7 +227,7 @@ void account::raise_peak(std::int64_t estimate) noexcept {
   while (estimate > current) {
     if (shared_.peak.compare_exchange_weak(current, estimate, std::memory_order_relaxed)) {
       // With one tag the breakdown is implied; with several, copy it now.
-      if (std::popcount(tags_used_.load(std::memory_order_relaxed)) > 1) record_peak_breakdown(estimate);
+      if (several_tags(tags_used_.load(std::memory_order_relaxed))) record_peak_breakdown(estimate);
       return;
     }
   }
@@ -253,7 +260,7 @@ account_totals account::totals() const {
     by_tag = sum_by_tag(slow_->slots);
     out.peak_bytes = static_cast<std::uint64_t>(shared_.peak.load(std::memory_order_relaxed));
     const std::uint64_t used = tags_used_.load(std::memory_order_relaxed);
-    if (std::popcount(used) == 1)
+    if (one_tag(used))
       at_peak[std::countr_zero(used)] = static_cast<std::int64_t>(out.peak_bytes);
     else if (used != 0)
       std::copy(std::begin(slow_->at_peak), std::end(slow_->at_peak), at_peak);
