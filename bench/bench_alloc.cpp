@@ -625,7 +625,7 @@ int print_alternating_goal(const collecting_reporter& r, const char* label, cons
                  name.c_str());
     return 0;
   }
-  std::fprintf(stderr, "ratio %s = %.2f (goal <= %.2f) %s   [%.2f ns / %.2f ns, alternating blocks]\n", label,
+  std::fprintf(stderr, "ratio %s = %.2f (goal <= %.2f) %s   [%.2f ns / %.2f ns] alternating blocks\n", label,
                *ratio, goal, *ratio <= goal ? "PASS" : "FAIL", *a, *b);
   return *ratio <= goal ? 0 : 1;
 }
@@ -700,12 +700,12 @@ int main(int argc, char** argv) {
   }
   print_info(reporter, "scope enter+exit / its floor (two clock reads, a lock and unlock)", "scope/enter_exit",
              "scope/floor");
-  print_info(reporter, "arena/std_monotonic 32B, separate runs", "arena/32B", "std_monotonic/32B");
-  print_info(reporter, "arena_direct/bump 32B, separate runs", "arena_direct/32B", "bump/32B");
-  print_info(reporter, "arena/virtual_floor 32B, separate runs", "arena/32B", "virtual_floor/32B");
-  print_info(reporter, "tracking/new_delete 1 thread, separate runs", "tracking/pair/threads:1",
+  print_info(reporter, "separate runs: arena/std_monotonic 32B", "arena/32B", "std_monotonic/32B");
+  print_info(reporter, "separate runs: arena_direct/bump 32B", "arena_direct/32B", "bump/32B");
+  print_info(reporter, "separate runs: arena/virtual_floor 32B", "arena/32B", "virtual_floor/32B");
+  print_info(reporter, "separate runs: tracking/new_delete 1 thread", "tracking/pair/threads:1",
              "new_delete/pair/threads:1");
-  print_info(reporter, "tracking/new_delete 2 threads, separate runs", "tracking/pair/threads:2",
+  print_info(reporter, "separate runs: tracking/new_delete 2 threads", "tracking/pair/threads:2",
              "new_delete/pair/threads:2");
   print_info(reporter, "arena/bump 32B (through memory_resource*)", "arena/32B", "bump/32B");
   print_info(reporter, "virtual_floor/bump 32B (any resource through memory_resource*)", "virtual_floor/32B",
