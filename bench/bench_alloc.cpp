@@ -304,8 +304,8 @@ void BM_pool_on_tracking(benchmark::State& state) {
 // a b b a, each timed by the steady clock, so the host's speed at any moment
 // weighs on both sides alike. Separately run benchmarks, seconds apart, are
 // each measured in a different minute, and this project's host has minutes of
-// two speeds: tracking/new_delete read 0.95 and 1.27 from separate runs of the
-// same build (docs/benchmarks.md, Method). With two threads a barrier between
+// two speeds: tracking/new_delete read 1.12 and 0.70 from separate runs of the
+// same build, where these blocks read 0.97 and 1.00 (docs/concepts.md, Session 10). With two threads a barrier between
 // blocks (outside the timed part) keeps both threads on the same side, so a
 // contender shared by the threads meets itself on the other core, as in its
 // own run. The clock reads (two per block of 8,192 to 16,384 requests) add

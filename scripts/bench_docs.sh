@@ -214,8 +214,8 @@ pause_line=$(grep "pauses: " "$work/alloc.err" || true)
   echo "run the same side at once; a ratio is the median over the repetitions. The blocks call"
   echo "the same out-of-line loops as the separate runs. This host's speed changes with the"
   echo "minute, and separate runs seconds apart then compare different minutes:"
-  echo "tracking/new_delete read 0.62 and 1.27 from separate runs of one build (the alternating"
-  echo "blocks 0.91-0.96). The separate runs' ratios are printed too, without a goal."
+  echo "tracking/new_delete read 1.12 and 0.70 from separate runs of one build (the alternating"
+  echo "blocks 0.97 and 1.00). The separate runs' ratios are printed too, without a goal."
   echo
   echo "## Goals of the allocation core, measured in this run"
   echo
