@@ -278,6 +278,38 @@ TEST_CASE("bytes_requested is the sum asked on every path: fast, padded, own chu
   CHECK(a.chunk_count() > 10);
 }
 
+TEST_CASE("a compile-time size fills a chunk to its last byte through arena_resource&", "[arena]") {
+  // allocate() compares cur + bytes with the chunk's end for a size known at
+  // compile time: a request ending exactly at the end stays in the chunk, the
+  // next one takes a new chunk, as through memory_resource* (the difference).
+  constexpr std::size_t initial = 256;
+  constexpr std::size_t fit = (initial - arena_resource::chunk_header_size) / 16;  // 12 requests of 16 bytes
+  arena_resource direct{"node", arena_options{.initial_chunk = initial, .max_chunk = initial}};
+  arena_resource virt{"node", arena_options{.initial_chunk = initial, .max_chunk = initial}};
+  std::pmr::memory_resource* mr = &virt;
+  char* first = nullptr;
+  for (std::size_t i = 0; i < fit; ++i) {
+    auto* d = static_cast<char*>(direct.allocate(16, 16));
+    (void)mr->allocate(16, 16);
+    if (i == 0) first = d;
+    REQUIRE(d == first + 16 * i);
+    REQUIRE(direct.chunk_count() == 1);
+    REQUIRE(virt.chunk_count() == 1);
+  }
+  CHECK(direct.bytes_reserved() == initial);
+  (void)direct.allocate(16, 16);
+  (void)mr->allocate(16, 16);
+  CHECK(direct.chunk_count() == 2);
+  CHECK(virt.chunk_count() == 2);
+  CHECK(direct.bytes_requested() == 16 * (fit + 1));
+  CHECK(direct.bytes_requested() == virt.bytes_requested());
+  // A zero-byte request on the empty sentinel stays on the fast path too.
+  arena_resource empty{"node"};
+  CHECK(empty.allocate(0, 1) != nullptr);
+  CHECK(empty.chunk_count() == 0);
+  static_assert(sizeof(std::uintptr_t) < 8 || arena_resource::sum_compare_max == std::size_t{1} << 32);
+}
+
 TEST_CASE("requests through arena_resource& and through memory_resource* are placed alike", "[arena]") {
   // arena_resource::allocate (the inlined bump path, for callers that hold
   // the arena itself) and memory_resource::allocate (virtual) run the same
