@@ -64,6 +64,7 @@
 #include "arenastat/pause_meter.hpp"
 #include "arenastat/scope.hpp"
 #include "arenastat/tracking_resource.hpp"
+#include "host_rate.hpp"
 #include "observing_reporter.hpp"
 
 namespace {
@@ -654,11 +655,13 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   collecting_reporter reporter;
+  const arenastat::bench::issue_rate rate_before = arenastat::bench::measure_issue_rate();
   arenastat::pause_meter pauses;
   if (!pauses_path.empty()) pauses.start();
   benchmark::RunSpecifiedBenchmarks(&reporter);
   pauses.stop();
   benchmark::RegisterMemoryManager(nullptr);
+  const arenastat::bench::issue_rate rate_after = arenastat::bench::measure_issue_rate();
 
   if (!tsv_path.empty() && !write_tsv(reporter, tsv_path)) {
     std::fprintf(stderr, "bench_alloc: cannot write --tsv file %s\n", tsv_path.c_str());
@@ -676,6 +679,8 @@ int main(int argc, char** argv) {
   }
 
   std::fprintf(stderr, "\n# goals, ns per request, measured in this run\n");
+  std::fputs(arenastat::bench::issue_rate_line("before the benchmarks", rate_before).c_str(), stderr);
+  std::fputs(arenastat::bench::issue_rate_line("after them", rate_after).c_str(), stderr);
   int failed = 0;
   // The goals of the second round (docs/benchmarks.md): each against a peer
   // of the same run. An arena through memory_resource* is compared with the

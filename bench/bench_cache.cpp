@@ -69,6 +69,7 @@
 #include "arenastat/cache/sharded_cache.hpp"
 #include "arenastat/histogram.hpp"
 #include "args.hpp"
+#include "host_rate.hpp"
 #include "zipf.hpp"
 
 // ---- counting global allocator (for std_lru) -----------------------------------
@@ -973,11 +974,15 @@ int main(int argc, char** argv) {
   // tinylfu against std_lru at one thread, in alternating pairs (equal capacities only).
   std::vector<versus_result> versus;
   if (o.budget == 0 && o.pairs != 0) {
+    const arenastat::bench::issue_rate rate_before = arenastat::bench::measure_issue_rate();
     versus_result r = versus_forked(o, zp);
+    const arenastat::bench::issue_rate rate_after = arenastat::bench::measure_issue_rate();
     if (!r.ok) {
       std::fprintf(stderr, "bench_cache: pairs of tinylfu and std_lru failed: %s\n", r.error);
       return 1;
     }
+    std::fputs(arenastat::bench::issue_rate_line("before the tinylfu/std_lru pairs", rate_before).c_str(), text);
+    std::fputs(arenastat::bench::issue_rate_line("after them", rate_after).c_str(), text);
     std::fprintf(text, "pairs tinylfu/std_lru: Mops/s");
     for (unsigned p = 0; p < r.pairs; ++p) std::fprintf(text, " %.2f/%.2f", r.ours[p] / 1e6, r.theirs[p] / 1e6);
     std::fprintf(text, "\n");

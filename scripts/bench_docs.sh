@@ -220,7 +220,7 @@ pause_line=$(grep "pauses: " "$work/alloc.err" || true)
   echo "## Goals of the allocation core, measured in this run"
   echo
   echo '```'
-  grep -E '^(ratio|scope enter|goals failed)' "$work/alloc.err"
+  grep -E '^(host issue rate|ratio|scope enter|goals failed)' "$work/alloc.err"
   echo '```'
   echo
   echo "## Allocators"
@@ -262,7 +262,7 @@ pause_line=$(grep "pauses: " "$work/alloc.err" || true)
     echo "above are printed too:"
     echo
     echo '```'
-    grep -E '^(ratio|bytes/entry|hit rate:|pairs )' "$work/cache.err" || true
+    grep -E '^(host issue rate|ratio|bytes/entry|hit rate:|pairs )' "$work/cache.err" || true
     echo '```'
     if [ "$(jq '.versus | length' "$work/cache.json")" -gt 0 ]; then
       echo

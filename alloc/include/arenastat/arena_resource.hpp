@@ -55,28 +55,9 @@ class arena_resource final : public std::pmr::memory_resource {
   // vtable, and GCC 12 does not devirtualise that through an arena_resource&
   // (it loads the vtable entry and compares it with do_allocate on every
   // request). Through memory_resource* the same code runs, virtually.
-  // A size known at compile time (sizeof a node, say) up to sum_compare_max
-  // is checked as cur + bytes <= end_: one add and one compare with memory,
-  // two instructions fewer than the difference, which matters when the host
-  // shares the core's issue width with another thread (docs/concepts.md,
-  // "Session 11").
-  [[nodiscard, gnu::always_inline]] void* allocate(std::size_t bytes,
-                                                   std::size_t alignment = alignof(std::max_align_t)) {
-    if (__builtin_constant_p(bytes) && bytes <= sum_compare_max) {
-      const auto cur = reinterpret_cast<std::uintptr_t>(cur_);
-      if (((alignment | cur) & (alignment - 1)) == 0 && cur + bytes <= reinterpret_cast<std::uintptr_t>(end_))
-          [[likely]] {
-        cur_ = reinterpret_cast<char*>(cur + bytes);
-        return reinterpret_cast<void*>(cur);
-      }
-      return allocate_slow(bytes, alignment);
-    }
+  [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment = alignof(std::max_align_t)) {
     return arena_resource::do_allocate(bytes, alignment);
   }
-  // The largest size allocate() compares as a sum: no 64-bit process has a
-  // chunk within 4 GiB of the top of its address space, so cur + bytes cannot
-  // wrap; where pointers are narrower every size is compared as a difference.
-  static constexpr std::size_t sum_compare_max = sizeof(std::uintptr_t) >= 8 ? std::size_t{1} << 32 : 0;
   void deallocate(void*, std::size_t, std::size_t = alignof(std::max_align_t)) noexcept {}
 
   std::size_t bytes_reserved() const noexcept { return reserved_; }    // chunks held
