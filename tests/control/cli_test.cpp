@@ -323,7 +323,8 @@ TEST_CASE("bad environment values warn once and leave the process running", "[co
                           {{"ARENASTAT_CONTROL", "yes"},
                            {"ARENASTAT_SOCKET_DIR", sockets.path()},
                            {"ARENASTAT_DUMP_SIGNAL", "HUP"},
-                           {"ARENASTAT_DUMP_SORT", "peak"}});
+                           {"ARENASTAT_DUMP_SORT", "peak"},
+                           {"ARENASTAT_DUMP_FORMAT", "prometheu"}});
   CHECK(read_line(p.out).rfind("ready ", 0) == 0);
   ::close(p.in);
   CHECK(wait_exit(p.pid) == 0);
@@ -333,6 +334,8 @@ TEST_CASE("bad environment values warn once and leave the process running", "[co
                  "installed\n") != std::string::npos);
   CHECK(err.find("arenastat: ignoring ARENASTAT_DUMP_SORT='peak': expected size, count or blocks; dumps are "
                  "sorted by size\n") != std::string::npos);
+  CHECK(err.find("arenastat: ignoring ARENASTAT_DUMP_FORMAT='prometheu': expected text or prometheus; dumps are "
+                 "text\n") != std::string::npos);
   CHECK(files_in(sockets.path(), "").size() == 2);  // "." and "..": no socket
   ::close(p.out);
   ::close(p.err);

@@ -202,3 +202,16 @@ TEST_CASE("leaks: a bad ARENASTAT_LEAKS value warns at start-up and means off", 
   CHECK(r.err == "arenastat: warning: ignoring ARENASTAT_LEAKS='yes' (expected off, warn or abort); leak reports "
                  "stay off\n");
 }
+
+TEST_CASE("leaks: a bad ARENASTAT_LEAKS value is quoted escaped and bounded in the warning", "[leaks]") {
+  // Control bytes and the quote as \xNN; past 200 bytes the value is cut
+  // and its length given (quoted.hpp), so the warning stays one short line.
+  const run_result r = run_child("destroy", {"ARENASTAT_LEAKS=ye\x1b[31ms'"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err == "arenastat: warning: ignoring ARENASTAT_LEAKS='ye\\x1b[31ms\\x27' (expected off, warn or abort); "
+                 "leak reports stay off\n");
+  const run_result l = run_child("destroy", {"ARENASTAT_LEAKS=" + std::string(1000, 'w')});
+  CHECK(l.exit_code == 0);
+  CHECK(l.err == "arenastat: warning: ignoring ARENASTAT_LEAKS='" + std::string(200, 'w') +
+                     "'... (1000 bytes) (expected off, warn or abort); leak reports stay off\n");
+}

@@ -106,6 +106,15 @@ TEST_CASE("prometheus: a deeper grouping keeps more of the name", "[prometheus]"
                                  "arenastat_scope_peak_bytes{scope=\"parse/main\"} 500"});
 }
 
+TEST_CASE("prometheus: a metrics depth is a whole number from 1 to 64, leading zeros allowed", "[prometheus]") {
+  CHECK(parse_metrics_depth("1") == 1u);
+  CHECK(parse_metrics_depth("05") == 5u);  // the value used is the value the warning check accepts
+  CHECK(parse_metrics_depth("64") == 64u);
+  static_assert(max_metrics_depth == 64);
+  for (const char* bad : {"", "0", "00", "65", "-1", "+3", " 3", "3 ", "3x", "0x3", "99999999999999999999"})
+    CHECK_FALSE(parse_metrics_depth(bad).has_value());
+}
+
 TEST_CASE("prometheus: scope_group keeps the first non-empty parts", "[prometheus]") {
   CHECK(scope_group("compile/Foo.bar", 1) == "compile");
   CHECK(scope_group("compile/Foo.bar", 2) == "compile/Foo.bar");

@@ -1,5 +1,5 @@
-// Start-up hook (autostart.hpp): ARENASTAT_CONTROL, ARENASTAT_DUMP_SIGNAL and
-// ARENASTAT_DUMP_SORT. A bad value prints one warning naming the variable and
+// Start-up hook (autostart.hpp): ARENASTAT_CONTROL, ARENASTAT_DUMP_SIGNAL,
+// ARENASTAT_DUMP_SORT and ARENASTAT_DUMP_FORMAT. A bad value prints one warning naming the variable and
 // what it accepts; nothing here throws or ends the program.
 #include <signal.h>
 
@@ -68,11 +68,20 @@ void check_dump_sort(std::string_view value) {
   }
 }
 
+// Read where the signal's dump is written (prometheus_dump_from_env: only
+// "prometheus" changes the format); anything but the two names is a typo.
+void check_dump_format(std::string_view value) {
+  if (value.empty() || value == "text" || value == "prometheus") return;
+  warn("arenastat: ignoring ARENASTAT_DUMP_FORMAT=" + quoted(value) +
+       ": expected text or prometheus; dumps are text\n");
+}
+
 }  // namespace
 
 void start_control_from_env() noexcept {
   try {
     check_dump_sort(env("ARENASTAT_DUMP_SORT"));
+    check_dump_format(env("ARENASTAT_DUMP_FORMAT"));
     install_dump(env("ARENASTAT_DUMP_SIGNAL"));
     start_server(env("ARENASTAT_CONTROL"));
   } catch (...) {

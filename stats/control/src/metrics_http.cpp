@@ -174,7 +174,7 @@ void start_metrics_from_env() noexcept {
   try {
     const char* depth_env = std::getenv("ARENASTAT_METRICS_DEPTH");
     const unsigned depth = metrics_depth_from_env();
-    if (depth_env != nullptr && *depth_env != '\0' && std::to_string(depth) != depth_env) {
+    if (depth_env != nullptr && *depth_env != '\0' && !parse_metrics_depth(depth_env)) {
       warn("arenastat: ignoring ARENASTAT_METRICS_DEPTH=" + quoted(depth_env) +
            ": expected a whole number from 1 to " + std::to_string(max_metrics_depth) + "; using 1\n");
     }

@@ -19,6 +19,7 @@
 
 #include "arenastat/scope.hpp"
 #include "leaks_internal.hpp"
+#include "quoted.hpp"
 #include "sys.hpp"
 #include "table_internal.hpp"
 
@@ -42,8 +43,8 @@ leak_mode read_mode() noexcept {
   if (std::strcmp(v, "warn") == 0) return leak_mode::warn;
   if (std::strcmp(v, "abort") == 0) return leak_mode::abort;
   try {
-    detail::warn(std::string("arenastat: warning: ignoring ARENASTAT_LEAKS='") + v +
-                 "' (expected off, warn or abort); leak reports stay off\n");
+    detail::warn("arenastat: warning: ignoring ARENASTAT_LEAKS=" + detail::quoted(v) +
+                 " (expected off, warn or abort); leak reports stay off\n");
   } catch (...) {
   }
   return leak_mode::off;

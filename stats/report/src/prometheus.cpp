@@ -127,14 +127,18 @@ struct scope_group_figures {
 
 }  // namespace
 
+std::optional<unsigned> parse_metrics_depth(std::string_view text) noexcept {
+  unsigned depth = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), depth);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || depth < 1 || depth > max_metrics_depth)
+    return std::nullopt;
+  return depth;
+}
+
 unsigned metrics_depth_from_env() noexcept {
   const char* v = std::getenv("ARENASTAT_METRICS_DEPTH");
   if (v == nullptr || *v == '\0') return 1;
-  const std::string_view text(v);
-  unsigned depth = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), depth);
-  if (ec != std::errc() || end != text.data() + text.size() || depth < 1 || depth > max_metrics_depth) return 1;
-  return depth;
+  return parse_metrics_depth(v).value_or(1);
 }
 
 std::string scope_group(std::string_view name, unsigned depth) {

@@ -45,7 +45,12 @@ table_figures read_table_figures(const std::vector<entry>& entries);
 // Largest accepted ARENASTAT_METRICS_DEPTH.
 inline constexpr unsigned max_metrics_depth = 64;
 
-// ARENASTAT_METRICS_DEPTH when it is a whole number in 1..max_metrics_depth, else 1
+// A depth written as a whole number in 1..max_metrics_depth (decimal digits
+// only, leading zeros allowed: "05" is 5), else nullopt. The one reading of
+// ARENASTAT_METRICS_DEPTH.
+std::optional<unsigned> parse_metrics_depth(std::string_view text) noexcept;
+
+// ARENASTAT_METRICS_DEPTH when parse_metrics_depth accepts it, else 1
 // (a bad value is reported once at start-up, by the control hooks).
 unsigned metrics_depth_from_env() noexcept;
 
