@@ -74,6 +74,20 @@ TEST_CASE("top --batch: exact rows by live, then by peak, growth per second", "[
         std::string::npos);
 }
 
+TEST_CASE("top: names are escaped as the reports escape them, in batch output", "[cli][top]") {
+  temp_dir dir;
+  target app(dir.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", dir.path()}};
+  REQUIRE(app.command("hostile-scope") == "done");
+  const cli_result out = run_cli({app.pid_text(), "top", "--batch", "-n", "1", "--sort=peak"}, env);
+  REQUIRE(out.status == 0);
+  const auto l = lines_of(out.out);
+  REQUIRE(l.size() >= 8);  // title, process, header, 4 rows, blank: no row split in two
+  CHECK(l[4] == "        -      5000          -      1   scope   evil\\x0arow\\x1b[2J\\xc2\\x85");
+  CHECK(l[7].empty());
+  CHECK(out.out.find('\x1b') == std::string::npos);
+}
+
 TEST_CASE("html: the CLI writes the target's --html page to -o FILE or stdout", "[cli][html]") {
   temp_dir dir;
   target app(dir.path());

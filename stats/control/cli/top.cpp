@@ -27,6 +27,8 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "socket_naming.hpp"
+#include "terminal_text.hpp"
 
 namespace arenastat::cli {
 namespace {
@@ -241,28 +243,22 @@ std::string process_line(const frame& f, bool h) {
          "  RssAnon " + bytes_cell(static_cast<double>(f.anon), h) + "  entries " + std::to_string(f.total_entries);
 }
 
-std::string program_of(long pid) {
-  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/comm").c_str(), "r");
-  if (f == nullptr) return "?";
-  char buf[64] = {};
-  const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
-  std::fclose(f);
-  std::string s = got ? buf : "?";
-  if (!s.empty() && s.back() == '\n') s.pop_back();
-  return s;
-}
-
 // ------------------------------------------------------------------ batch
+
+// A row's name as the reports print it (the answer's JSON gives the raw
+// bytes): escape_text, so a name cannot end a line, move the cursor or forge a
+// row, in the batch output and on the screen alike.
+std::string shown_name(const row& r) { return detail::escape_text(r.name); }
 
 int run_batch(long pid, const top_options& o, sampler& s) {
   const std::size_t rows = static_cast<std::size_t>(o.rows.value_or(20));
-  const std::string program = program_of(pid);
+  const std::string program = escape_for_terminal(naming::program_of(pid), false);
   for (long i = 0; !o.iterations || i < *o.iterations; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.delay_s));
     const frame f = s.sample(o.sort, rows);
     std::string out = "arenastat top: pid " + std::to_string(pid) + " " + program + "  " + f.time + "  sort " +
                       order_name(o.sort) + "\n" + process_line(f, o.human) + "\n" + column_header + "NAME\n";
-    for (const row& r : f.rows) out += columns(r, o.human) + r.name + "\n";
+    for (const row& r : f.rows) out += columns(r, o.human) + shown_name(r) + "\n";
     out += "\n";
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
@@ -377,7 +373,7 @@ std::string screen(long pid, const std::string& program, const top_options& o, o
       const int n = largest > 0 ? static_cast<int>(std::lround(bar_width * sort_figure(r, sort) / largest)) : 0;
       line += std::string(static_cast<std::size_t>(n), '#') + std::string(static_cast<std::size_t>(bar_width - n), ' ') + " ";
     }
-    line += r.name;
+    line += shown_name(r);
     std::string shown = fit(line, width);
     if (r.limit_hits) {  // the mark in red
       const std::size_t at = 47;  // the L column
@@ -393,7 +389,7 @@ std::string screen(long pid, const std::string& program, const top_options& o, o
 
 int run_terminal(long pid, const top_options& o, sampler& s) {
   terminal term;
-  const std::string program = program_of(pid);
+  const std::string program = escape_for_terminal(naming::program_of(pid), false);
   order sort = o.sort;
   bool paused = false;
   frame last;

@@ -93,6 +93,9 @@ int main() {
       std::size_t bytes = 0;
       in >> name >> bytes;
       run_scope(name, bytes);
+    } else if (cmd == "hostile-scope") {
+      // A name with a line break, an escape sequence and a C1 control (U+0085).
+      run_scope("evil\nrow\x1b[2J\xc2\x85", 5000);
     } else if (cmd == "entries") {
       std::size_t n = 0;
       in >> n;
