@@ -126,6 +126,16 @@ TEST_CASE("text report: negative tag bytes and live bytes keep their sign", "[re
                             " 10B  -2.0K         0B            0      1   -5B  odd\n"));
 }
 
+TEST_CASE("text report: tag names in the column headers are escaped like names", "[render]") {
+  // Tag names reach the report as strings (an entry read back, another
+  // process's answer): a byte that is not UTF-8 or a line break in one must
+  // not reach the header raw.
+  std::vector<arenastat::entry> v{make_account("a", 10, 10, 0, 0, 0, {{"t\xff", 7}, {"x\ny", 3}})};
+  const std::string text = arenastat::render_report(v, sample_process(), arenastat::parse_report_options(""));
+  CHECK_THAT(text, Contains("peak  live  allocated  allocations  frees  t\\xff  x\\x0ay  name\n"
+                            "  10    10          0            0      0      7       3  a\n"));
+}
+
 TEST_CASE("text report: the result cell counts earlier limit hits and failures", "[render]") {
   arenastat::entry ok_now = make_scope("req/a", 100, {}, 5, 1.0, "ok", 1);
   ok_now.oom_count = 2;  // two earlier runs hit their limit; the latest was fine

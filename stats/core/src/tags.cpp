@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "quoted.hpp"
+
 namespace arenastat {
 namespace {
 
@@ -32,8 +34,13 @@ std::size_t find(const tag_registry& r, std::size_t n, std::string_view name) {
 tag_id register_tag(std::string_view name) {
   if (name.empty()) throw std::invalid_argument("arenastat: empty tag name");
   if (name.size() > max_tag_name)
-    throw std::invalid_argument("arenastat: tag name '" + std::string(name) + "' is longer than " +
+    throw std::invalid_argument("arenastat: tag name " + detail::quoted(name) + " is longer than " +
                                 std::to_string(max_tag_name) + " characters");
+  // Stored NUL-terminated and printed as a column header: a NUL would cut it
+  // (and register it again on every call), a control byte would break lines.
+  if (std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    throw std::invalid_argument("arenastat: tag name " + detail::quoted(name) +
+                                " has a control byte (0x00-0x1f or 0x7f)");
   tag_registry& r = registry();
   std::size_t n = r.count.load(std::memory_order_acquire);
   if (std::size_t i = find(r, n, name); i < n) return static_cast<tag_id>(i);
@@ -42,7 +49,7 @@ tag_id register_tag(std::string_view name) {
   n = r.count.load(std::memory_order_relaxed);
   if (std::size_t i = find(r, n, name); i < n) return static_cast<tag_id>(i);
   if (n == max_tags)
-    throw std::length_error("arenastat: cannot register tag '" + std::string(name) + "': all " +
+    throw std::length_error("arenastat: cannot register tag " + detail::quoted(name) + ": all " +
                             std::to_string(max_tags) + " tags are in use");
   std::copy(name.begin(), name.end(), r.names[n]);
   r.count.store(n + 1, std::memory_order_release);

@@ -354,7 +354,7 @@ row_section section_of(const table_copy& c, std::vector<std::size_t> rows, row_s
 row_section scope_section(const table_copy& c, std::vector<std::size_t> rows, bool human) {
   row_section s = section_of(c, std::move(rows), scope_cells, human);
   s.columns.column("peak", true);
-  for (const auto& tag : s.tags) s.columns.column(tag, true);
+  for (const auto& tag : s.tags) s.columns.column(detail::escape_text(tag), true);
   s.columns.column("counters", false);
   s.columns.column("count", true);
   s.columns.column("time", true);
@@ -372,7 +372,7 @@ row_section account_section(const table_copy& c, std::vector<std::size_t> rows, 
   s.columns.column("allocated", true);
   s.columns.column("allocations", true);
   s.columns.column("frees", true);
-  for (const auto& tag : s.tags) s.columns.column(tag, true);
+  for (const auto& tag : s.tags) s.columns.column(detail::escape_text(tag), true);
   s.columns.column("name", false);
   s.measure();
   return s;

@@ -14,8 +14,9 @@ inline constexpr std::size_t max_tags = 32;          // distinct tags per proces
 inline constexpr std::size_t max_tag_name = 23;      // characters in a tag name
 
 // Returns the id of `name`, registering it on first use. Thread-safe.
-// Throws std::invalid_argument for an empty or over-long name and
-// std::length_error once max_tags distinct tags exist.
+// Throws std::invalid_argument for an empty or over-long name or one with a
+// control byte (0x00-0x1f, 0x7f), and std::length_error once max_tags
+// distinct tags exist.
 tag_id register_tag(std::string_view name);
 
 // Name of a registered tag ("" for an id never registered).
