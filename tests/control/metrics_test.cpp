@@ -115,6 +115,33 @@ TEST_CASE("metrics: the endpoint answers OpenMetrics when Accept prefers it", "[
   CHECK_THAT(answer, EndsWith("\n# EOF\n"));
 }
 
+TEST_CASE("metrics: silent connections do not hold a scrape past the request timeout",
+          "[control][metrics][threads]") {
+  // Two connections that send nothing and one that sends half a request line
+  // occupy civetweb's two workers until the request timeout (2 s) closes
+  // them; the scrape behind them is answered then, well inside read_all's
+  // 10 s (with civetweb's default of 30 s it was not).
+  temp_dir sockets;
+  target t(sockets.path(), {{"ARENASTAT_METRICS", "127.0.0.1:0"}});
+  const int port = metrics_port_of(t, sockets);
+  REQUIRE(port > 0);
+  std::vector<int> idle;
+  for (int i = 0; i < 3; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0);
+    if (i == 2) send_all(fd, "GET /metr");
+    idle.push_back(fd);
+  }
+  const std::string answer = get(port, "/metrics");
+  for (const int fd : idle) ::close(fd);
+  CHECK_THAT(answer, StartsWith("HTTP/1.1 200 OK\r\n"));
+  CHECK_THAT(answer, Contains("\n" + items_live));
+}
+
 TEST_CASE("metrics: the endpoint serves /metrics only", "[control][metrics][threads]") {
   temp_dir sockets;
   target t(sockets.path(), {{"ARENASTAT_METRICS", "127.0.0.1:0"}});

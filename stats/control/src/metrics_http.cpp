@@ -32,6 +32,14 @@
 namespace arenastat::metrics_http {
 namespace {
 
+// civetweb's workers: each serves one connection at a time. A connection that
+// sends no complete request within request_timeout_ms is closed, so clients
+// that connect and stay silent hold a worker that long at most (civetweb's
+// default, 30 s, let two idle connections hold a scrape for 30 s; a scraper
+// sends its request at once).
+constexpr int worker_threads = 2;
+constexpr int request_timeout_ms = 2000;
+
 // Eternal: scrapes may be answered while the program exits.
 struct server_state {
   std::mutex mutex;
@@ -130,7 +138,9 @@ int start(const std::string& address, unsigned depth) {
   }
   try {
     s.exposer = std::make_unique<prometheus::Exposer>(
-        std::vector<std::string>{"listening_ports", address, "num_threads", "2"}, &callbacks);
+        std::vector<std::string>{"listening_ports", address, "num_threads", std::to_string(worker_threads),
+                                 "request_timeout_ms", std::to_string(request_timeout_ms)},
+        &callbacks);
   } catch (const std::exception& e) {
     std::string why;
     {
