@@ -152,6 +152,24 @@ TEST_CASE("a finished report stream holds nothing", "[report][stream]") {
   CHECK_FALSE(s.next(c));
 }
 
+TEST_CASE("a stream of a format made whole first counts the whole text it holds", "[report][stream]") {
+  // --tree, --html and prometheus need every row before their first byte: the
+  // control server bounds the answers it holds by bytes_held(), so it must be
+  // the whole text, not one chunk (text and JSON render a chunk at a time).
+  fold_scopes("whole", 3000);
+  for (const char* options : {"--tree", "--html", "--prometheus"}) {
+    INFO("options '" << options << "'");
+    arenastat::report_stream s = arenastat::stream_report(options);
+    const std::size_t held = s.bytes_held();
+    std::size_t total = 0;
+    std::string_view c;
+    while (s.next(c)) total += c.size();
+    if (std::string_view(options) != "--prometheus") CHECK(total > arenastat::detail::chunk_bytes);
+    CHECK(held >= total);
+    CHECK(s.bytes_held() == 0);
+  }
+}
+
 TEST_CASE("a report cut by --top=N shows the N first entries of the full order, for every sort key", "[report][stream]") {
   fold_scopes("top", 40);
   for (const char* sort : {"peak", "count", "name", "live"}) {

@@ -681,6 +681,10 @@ chunk_stream json_stream(report_input in) {
   co_yield out;
 }
 
+// Whether a format's stream renders as it goes (text, JSON: a chunk at a
+// time from the copy) or needs the whole text first (the others).
+bool streams_piecewise(report_format f) noexcept { return f == report_format::text || f == report_format::json; }
+
 // A text made whole elsewhere, handed over in chunks.
 chunk_stream whole_text(std::string text) {
   std::string out;
@@ -818,6 +822,15 @@ report_stream stream_report(std::shared_ptr<const table_copy> copy, const proces
   in.table = table;
   in.leaks = std::move(leaks);
   s->chunks = stream_of(std::move(in));
+  if (!streams_piecewise(options.format)) {
+    // Made whole before its first chunk (the page, the exposition, the tree
+    // whose columns need every row): rendered now, so that bytes_held()
+    // counts the whole text a client has yet to take (the control server's
+    // bound on held answers adds it up), and the copy is freed at once.
+    std::string text = s->chunks.rest();
+    s->held = text.size();
+    s->chunks = whole_text(std::move(text));
+  }
   return report_stream(std::move(s));
 }
 

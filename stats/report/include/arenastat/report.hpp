@@ -83,7 +83,9 @@ class report_stream {
 
   // The next piece of the report, valid until the next call; false at the end.
   bool next(std::string_view& chunk);
-  // Bytes the stream holds (the table copy and one chunk); 0 once finished.
+  // Bytes the stream holds: the table copy and one chunk for text and JSON,
+  // which render as they go; the whole text for the formats made whole first
+  // (--tree, --html, prometheus). 0 once finished.
   std::size_t bytes_held() const noexcept;
 
  private:
