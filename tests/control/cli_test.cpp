@@ -210,6 +210,21 @@ TEST_CASE("dump PATH writes there, relative to the caller", "[control][cli][thre
   CHECK(slurp(out.file("mine.txt")).rfind("TOTAL size=13000 ", 0) == 0);
 }
 
+TEST_CASE("dump refuses an empty PATH or one with a blank at either end, and writes nothing", "[control][cli][threads]") {
+  // The request is a line of words: "" would mean the default file and the
+  // blanks would be trimmed, so the file written would not be the one named.
+  temp_dir sockets, out;
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  for (const std::string& bad : {std::string(), out.file("x "), " " + out.file("x")}) {
+    INFO("'" << bad << "'");
+    const cli_result r = run_cli({t.pid_text(), "dump", bad}, env);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("dump: PATH '" + bad + "' is empty or starts or ends with a blank") != std::string::npos);
+  }
+  CHECK(files_in(out.path(), "").size() == 2);  // "." and "..": nothing written
+}
+
 TEST_CASE("exit codes: dead pid 3, bad command 2, bad pid 2, no socket 3, target error 1",
           "[control][cli][threads]") {
   temp_dir sockets;

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -319,6 +320,12 @@ std::string request_line(const std::vector<std::string>& words) {
   }
   if (cmd->cmd == arenastat::wire::command::dump) {
     if (args.size() > 1) throw failure{exit_usage, "dump takes at most one PATH"};
+    // The request is one line of words: an empty path would be no path (the
+    // default file) and blanks at either end would be trimmed away.
+    if (args.size() == 1 && (args[0].empty() || std::isspace(static_cast<unsigned char>(args[0].front())) ||
+                             std::isspace(static_cast<unsigned char>(args[0].back()))))
+      throw failure{exit_usage, "dump: PATH " + escape_for_terminal("'" + args[0] + "'", false) +
+                                    " is empty or starts or ends with a blank; give another or none (the default file)"};
     if (args.size() == 1) args[0] = absolute_path(args[0]);  // relative to this shell, not the target
   }
   std::string line(name);
