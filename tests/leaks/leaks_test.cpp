@@ -196,6 +196,15 @@ TEST_CASE("leaks: a thread still allocating at exit: no crash, at most its one l
   }
 }
 
+TEST_CASE("leaks: names and tags in the leak lines are escaped as in every text output", "[leaks]") {
+  const run_result r = run_child("names", {"ARENASTAT_LEAKS=warn"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err ==
+        "arenastat: leak at exit: account 'leaks/a\\x0ab' holds 64 bytes in 1 block (peak 64 bytes; heap 64)\n"
+        "arenastat: leak at exit: arena chunks of tag 'node' taken in scope 'leaks/\\x1b[2J' hold 4096 bytes in 1 "
+        "chunk\n");
+}
+
 TEST_CASE("leaks: a bad ARENASTAT_LEAKS value warns at start-up and means off", "[leaks]") {
   const run_result r = run_child("destroy", {"ARENASTAT_LEAKS=yes"});
   CHECK(r.exit_code == 0);

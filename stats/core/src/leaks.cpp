@@ -20,6 +20,7 @@
 #include "arenastat/scope.hpp"
 #include "leaks_internal.hpp"
 #include "quoted.hpp"
+#include "text_escape.hpp"
 #include "sys.hpp"
 #include "table_internal.hpp"
 
@@ -96,16 +97,17 @@ leak_mode leak_checking() noexcept {
   return static_cast<leak_mode>(mode_value.load(std::memory_order_acquire));
 }
 
+// Names and tags are user data: escaped as in every text output.
 std::string describe_leak(const leak& l) {
   if (l.kind == leak::source::arena_chunks)
-    return "arena chunks of tag '" + l.tag + "' taken " +
-           (l.name.empty() ? std::string("outside any scope") : "in scope '" + l.name + "'") + " hold " +
-           plural(l.live_bytes, "byte", "bytes") + " in " + plural(l.blocks, "chunk", "chunks");
-  std::string s = "account '" + l.name + "' holds " + plural(l.live_bytes, "byte", "bytes") + " in " +
+    return "arena chunks of tag '" + detail::escape_text(l.tag) + "' taken " +
+           (l.name.empty() ? std::string("outside any scope") : "in scope '" + detail::escape_text(l.name) + "'") +
+           " hold " + plural(l.live_bytes, "byte", "bytes") + " in " + plural(l.blocks, "chunk", "chunks");
+  std::string s = "account '" + detail::escape_text(l.name) + "' holds " + plural(l.live_bytes, "byte", "bytes") + " in " +
                   plural(l.blocks, "block", "blocks") + " (peak " + plural(static_cast<std::int64_t>(l.peak_bytes), "byte", "bytes");
   const char* sep = "; ";
   for (const tag_bytes& t : l.live_by_tag) {
-    s += sep + t.tag + " " + std::to_string(t.bytes);
+    s += sep + detail::escape_text(t.tag) + " " + std::to_string(t.bytes);
     sep = ", ";
   }
   return s + ")";

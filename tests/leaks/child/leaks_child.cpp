@@ -8,6 +8,9 @@
 //                         block; an arena chunk of 4096 bytes (tag node) taken
 //                         in scope leaks/parse; one of 1024 bytes (tag
 //                         resource) taken outside any scope
+//   leaks_child names     held at exit, under hostile names: account
+//                         "leaks/a\nb" 64 bytes in 1 block; an arena chunk of
+//                         4096 bytes (tag node) taken in scope "leaks/\x1b[2J"
 //   leaks_child threads   a thread still allocating and freeing 64-byte blocks
 //                         through account leaks/busy while the process exits
 //
@@ -51,6 +54,14 @@ void exit_held() {
   (void)arenas[1]->allocate(10);
 }
 
+void names() {
+  registry = new arenastat::tracking_resource{"leaks/a\nb"};
+  kept[2] = registry->allocate(64);
+  arenastat::scope s{"leaks/\x1b[2J"};
+  arenas[0] = new arenastat::arena_resource{"node"};
+  (void)arenas[0]->allocate(10);
+}
+
 void clean() {
   arenastat::tracking_resource r{"leaks/clean"};
   void* p = r.allocate(64);
@@ -83,6 +94,7 @@ int main(int argc, char** argv) {
   else if (std::strcmp(mode, "destroy") == 0) destroy();
   else if (std::strcmp(mode, "exit") == 0) exit_held();
   else if (std::strcmp(mode, "threads") == 0) threads();
+  else if (std::strcmp(mode, "names") == 0) names();
   else {
     std::fprintf(stderr, "leaks_child: unknown mode '%s'\n", mode);
     return 2;

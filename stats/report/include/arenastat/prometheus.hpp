@@ -61,7 +61,7 @@ std::string scope_group(std::string_view name, unsigned depth);
 // A label value as the exposition formats want it: invalid UTF-8 bytes become
 // U+FFFD, then '\' -> "\\", '"' -> "\"", LF -> "\n". Exactly the format's
 // escapes, so not the report's escape_text (text for people; the other
-// escapers and why they differ: stats/report/src/text_escape.hpp).
+// escapers and why they differ: stats/core/src/text_escape.hpp).
 std::string escape_label_value(std::string_view value);
 
 // The exposition of `entries` (pure: used by every entry point and the tests).

@@ -1,7 +1,8 @@
 // Names are user data (often request paths): every text output escapes them
 // with escape_text so that a name cannot end a line, move the cursor or forge
-// a row. Not installed; used by the report room, the control room and the CLI
-// (object library arenastat_text: standard library only).
+// a row. Not installed; used by the core (leak lines), the report room, the
+// control room and the CLI (object library arenastat_text: standard library
+// only).
 //
 // The one escaper of text meant for people (reports, error lines, a terminal).
 // The other escapers write other formats and differ on purpose, each the only
@@ -10,8 +11,8 @@
 // label and HELP escapes (prometheus.cpp: exactly the three escapes the
 // exposition formats define), JSON inside an HTML <script> (html.cpp:
 // json_for_script, '<' '>' '&' as \u escapes), quoted()/bounded() for
-// warnings about bad values (stats/core/src/quoted.hpp: ASCII only and
-// bounded, below this room) and wire::single_line (control_request.hpp: one
+// warnings about bad values (quoted.hpp, beside this file: ASCII only and
+// bounded) and wire::single_line (control_request.hpp: one
 // status line, control bytes as blanks). One UTF-8 validator serves them:
 // utf8_sequence below.
 #pragma once
