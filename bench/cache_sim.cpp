@@ -127,7 +127,7 @@ trace load(std::string_view spec, const sim::trace_options& opt) {
   const std::size_t colon = spec.find(':');
   const std::string head(spec.substr(0, colon));
   const std::string_view rest = colon == std::string_view::npos ? std::string_view{} : spec.substr(colon + 1);
-  if (sim::is_synthetic(head)) return sim::generate(head, rest);
+  if (sim::is_synthetic(head)) return sim::generate(head, rest, opt.max_requests);
   sim::trace_format f;
   if (colon == std::string_view::npos || !sim::parse_format(head, f))
     fail("bad trace '" + std::string(spec) +
@@ -163,7 +163,22 @@ std::string json_string(std::string_view s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// Options apply to the traces after them: one after the last trace would
+// apply to none (--json, --check-lru and --help apply to the whole run).
+void check_no_option_after_last_trace(int argc, char** argv) {
+  int last_trace = 0;
+  for (int a = 1; a < argc; ++a)
+    if (!std::string_view(argv[a]).starts_with("-")) last_trace = a;
+  if (last_trace == 0) return;  // no trace: said later
+  for (int a = last_trace + 1; a < argc; ++a) {
+    const std::string_view arg = argv[a];
+    if (arg == "--json" || arg == "--check-lru" || arg == "--help" || arg == "-h") continue;
+    fail("option '" + std::string(arg) + "' comes after the last trace: options apply to the traces after them");
+  }
+}
+
+int run(int argc, char** argv) {
+  check_no_option_after_last_trace(argc, argv);
   std::vector<std::size_t> sizes;
   std::vector<const policy_entry*> policies;
   for (const char* n : {"ref_lru", "arc", "lirs", "opt", "lru", "tinylfu"}) policies.push_back(find_policy(n));
@@ -228,6 +243,10 @@ int main(int argc, char** argv) {
     } catch (const sim::trace_error& e) {
       std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), e.what());
       return 1;
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "%.*s: %.*s: out of memory holding the trace (--max-requests=N reads fewer requests)\n",
+                   static_cast<int>(program.size()), program.data(), static_cast<int>(arg.size()), arg.data());
+      return 1;
     }
     if (t.keys.empty()) {
       std::fprintf(stderr, "%.*s: %s: no requests\n", static_cast<int>(program.size()), program.data(), t.name.c_str());
@@ -274,4 +293,15 @@ int main(int argc, char** argv) {
   }
   if (check_lru && !lru_differs) std::fprintf(table, "lru == ref_lru on every trace and size\n");
   return lru_differs ? 1 : 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    // A trace or its replay too large for this machine's memory.
+    std::fprintf(stderr, "%.*s: out of memory (--max-requests=N reads fewer requests of each trace)\n",
+                 static_cast<int>(program.size()), program.data());
+    return 1;
+  }
 }

@@ -35,7 +35,9 @@ class synth_params {
       const std::size_t eq = item.find('=');
       if (eq == std::string_view::npos || eq == 0)
         throw trace_error(generator_ + ": expected name=value, got '" + std::string(item) + "'");
-      values_[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
+      const std::string name(item.substr(0, eq));
+      if (!values_.emplace(name, std::string(item.substr(eq + 1))).second)
+        throw trace_error(generator_ + ": parameter '" + name + "' given twice");
       text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
     }
   }
@@ -81,16 +83,20 @@ inline bool is_synthetic(std::string_view name) {
 }
 
 // `name` one of is_synthetic's; `params` "name=value,..." (may be empty).
-inline trace generate(const std::string& name, std::string_view params) {
+// With max_requests (0: all), only the first max_requests requests of the
+// `length` the parameters describe are made (the same requests: a phase
+// change at half the length stays there).
+inline trace generate(const std::string& name, std::string_view params, std::uint64_t max_requests = 0) {
   synth_params p(name, params);
   const std::uint64_t length = p.count("length", 1'000'000, 1, 1'000'000'000);
+  const std::uint64_t produced = max_requests != 0 && max_requests < length ? max_requests : length;
   const std::uint64_t seed = p.count("seed", 1, 0, UINT64_MAX);
   trace_builder b(params.empty() ? name : name + ":" + std::string(params));
   bench::splitmix64 rng(seed);
   if (name == "loop") {
     const std::uint64_t keys = p.count("keys", 10'000, 1, 100'000'000);
     p.check_all_used();
-    for (std::uint64_t i = 0; i < length; ++i) b.add(i % keys);
+    for (std::uint64_t i = 0; i < produced; ++i) b.add(i % keys);
   } else if (name == "zipf" || name == "zipf-phase" || name == "scan") {
     const std::uint64_t keys = p.count("keys", 100'000, 2, 100'000'000);
     const double theta = p.real("theta", name == "scan" ? 0.8 : 0.99, 0.01, 0.999);
@@ -102,20 +108,20 @@ inline trace generate(const std::string& name, std::string_view params) {
     // Zipf ranks scattered over the key space (rank 0 is not key 0).
     const auto key_of = [](std::uint64_t rank) { return rank * 0x9E3779B97F4A7C15ull; };
     std::uint64_t fresh = 1ull << 62;  // scan keys: never a Zipf key
-    for (std::uint64_t i = 0; b.size() < length; ++i) {
+    for (std::uint64_t i = 0; b.size() < produced; ++i) {
       if (name == "zipf-phase" && b.size() >= length / 2) b.add(key_of(g.next() + keys));
       else b.add(key_of(g.next()));
       if (scan && (i + 1) % every == 0)
-        for (std::uint64_t s = 0; s < scan && b.size() < length; ++s) b.add(fresh++);
+        for (std::uint64_t s = 0; s < scan && b.size() < produced; ++s) b.add(fresh++);
     }
   } else {  // recency
     const double fresh_share = p.real("fresh", 0.2, 0, 1);
     const double mean = p.real("mean", 2'000, 1, 1e9);
     p.check_all_used();
     std::vector<std::uint64_t> history;  // the keys requested so far
-    history.reserve(length);
+    history.reserve(produced);
     std::uint64_t fresh = 0;
-    for (std::uint64_t i = 0; i < length; ++i) {
+    for (std::uint64_t i = 0; i < produced; ++i) {
       std::uint64_t k;
       if (history.empty() || rng.uniform() < fresh_share) {
         k = fresh++;

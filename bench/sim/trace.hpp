@@ -44,10 +44,18 @@ struct trace {
 };
 
 // Renumbers keys densely as they are added.
+// The most requests a trace may hold (the generators' largest length too): a
+// longer input (a huge file, /dev/zero read as longs, an ARC line's count)
+// is refused instead of growing until memory runs out.
+inline constexpr std::size_t max_trace_requests = 1'000'000'000;
+
 class trace_builder {
  public:
   explicit trace_builder(std::string name) { t_.name = std::move(name); }
   void add(std::uint64_t key) {
+    if (t_.keys.size() == max_trace_requests)
+      throw trace_error(t_.name + ": more than " + std::to_string(max_trace_requests) +
+                        " requests (--max-requests=N reads the first N)");
     const auto [it, fresh] = ids_.try_emplace(key, t_.distinct);
     if (fresh) {
       if (t_.distinct == UINT32_MAX) throw trace_error(t_.name + ": more than 4294967295 distinct keys");
@@ -198,7 +206,7 @@ class line_reader {
     pos_ = 0;
     const std::size_t n = std::fread(buf_.data() + end_, 1, buf_.size() - end_, f_);
     if (n == 0) {
-      if (std::ferror(f_)) throw trace_error("reading '" + path_ + "' failed");
+      if (std::ferror(f_)) throw trace_error("reading '" + path_ + "' failed: " + std::strerror(errno));
       eof_ = true;
     }
     end_ += n;
@@ -237,7 +245,10 @@ inline trace read_trace(trace_format format, const std::string& path, const trac
     std::uint64_t offset = 0;
     while (!full()) {
       const std::size_t n = std::fread(rec, 1, 8, in.get());
-      if (n == 0) break;
+      if (n == 0) {
+        if (std::ferror(in.get())) throw trace_error("reading '" + path + "' failed: " + std::strerror(errno));
+        break;
+      }
       if (n != 8)
         throw trace_error(path + ": truncated record at byte " + std::to_string(offset) + " (" + std::to_string(n) +
                           " of 8 bytes)");

@@ -130,6 +130,12 @@ TEST_CASE("sim: every bad input is named", "[cache][sim]") {
   CHECK(error_of(f::lirs, long_line) == long_line + ":2: line longer than 4096 bytes");
   const std::string not_gz = write_file("not.gz", "plain text");
   CHECK(error_of(f::lirs, not_gz) == "decompressing '" + not_gz + "' with gzip failed (not a valid .gz file?)");
+  // A read that fails is named with its reason, in the binary format as in the text ones.
+  const std::string dir = std::filesystem::temp_directory_path() / ("sim_test_dir_" + std::to_string(::getpid()));
+  std::filesystem::create_directory(dir);
+  CHECK(error_of(f::longs, dir) == "reading '" + dir + "' failed: Is a directory");
+  CHECK(error_of(f::lirs, dir) == "reading '" + dir + "' failed: Is a directory");
+  std::filesystem::remove(dir);
 }
 
 TEST_CASE("sim: a generator's unknown parameter or bad value is named", "[cache][sim]") {
@@ -137,6 +143,20 @@ TEST_CASE("sim: a generator's unknown parameter or bad value is named", "[cache]
   CHECK_THROWS_WITH(sim::generate("zipf", "theta=2"),
                     "zipf: bad value for theta: '2' (expected a number in 0.010000..0.999000)");
   CHECK(sim::generate("loop", "keys=3,length=7").keys == std::vector<std::uint32_t>{0, 1, 2, 0, 1, 2, 0});
+  CHECK_THROWS_WITH(sim::generate("loop", "keys=10,keys=20"), "loop: parameter 'keys' given twice");
+}
+
+TEST_CASE("sim: --max-requests makes a generator's first N requests of the trace it describes", "[cache][sim]") {
+  // The same requests as the whole trace's first N: zipf-phase's change at
+  // half its length stays at half the length given, not half of N.
+  for (const char* g : {"loop", "zipf", "zipf-phase", "scan", "recency"}) {
+    INFO(g);
+    const trace whole = sim::generate(g, "length=3000");
+    const trace first = sim::generate(g, "length=3000", 2000);
+    REQUIRE(first.keys.size() == 2000);
+    CHECK(std::equal(first.keys.begin(), first.keys.end(), whole.keys.begin()));
+  }
+  CHECK(sim::generate("loop", "length=30", 1000).keys.size() == 30);  // a bound above the length changes nothing
 }
 
 TEST_CASE("sim: ARC on a hand-traced sequence (c = 2)", "[cache][sim]") {
