@@ -196,6 +196,31 @@ TEST_CASE("bounds: a sharded cache's account, shard array included, stays within
                     Catch::Contains("does not exceed the shard array"));
 }
 
+TEST_CASE("bounds: a sharded cache's bounds are refused with the values given, not a shard's", "[cache][bounds]") {
+  using C = sharded_lru_cache<u64, u64>;
+  const std::size_t most = C::shard_cache::max_capacity;  // 16,777,215 entries per shard
+  CHECK_THROWS_WITH((C{"test.many", {.max_entries = 2 * most + 1, .shards = 2}}),
+                    "sharded_cache 'test.many': max_entries " + std::to_string(2 * most + 1) +
+                        " exceeds what 2 shards hold (" + std::to_string(most) + " entries each: " +
+                        std::to_string(2 * most) + "); use more shards (at most 4096)");
+  CHECK_NOTHROW((C{"test.many", {.max_entries = 2 * most, .shards = 2, .track = false}}));
+  // 64 shards: what is left after the shard array, split 64 ways, is one byte
+  // below a one-entry cache's footprint in every shard (LRU: no tuner).
+  const std::uint64_t one = C::shard_cache::footprint_bytes(1);
+  const C probe{"test.probe", {.max_entries = 64, .shards = 64, .track = false}};
+  const std::uint64_t thin = probe.shard_array_bytes() + 64 * (one - 1);
+  try {
+    C c{"test.thin", {.max_bytes = thin, .shards = 64}};
+    FAIL("no exception");
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    CHECK_THAT(what, Catch::StartsWith("sharded_cache 'test.thin': max_bytes " + std::to_string(thin) +
+                                       " leaves each of its 64 shards " + std::to_string(one - 1) + " bytes"));
+    CHECK_THAT(what, Catch::EndsWith("bytes, below the footprint of a one-entry cache (" + std::to_string(one) +
+                                     " bytes); use fewer shards or more bytes"));
+  }
+}
+
 TEST_CASE("bounds: a small byte budget gets a sharded tinylfu cache with a tuner its size", "[cache][bounds]") {
   // 64 KiB for one shard: the tuner for c entries (c >= 64) has four ghosts
   // of c entries (c stays under 1024 here), so c is the largest with footprint(c) + that

@@ -76,6 +76,43 @@ TEMPLATE_TEST_CASE("exceptions: bad_alloc from the upstream on every allocation 
   }
 }
 
+namespace {
+
+// A value whose copy throws while `armed` (moves never throw, as the cache requires).
+struct fragile {
+  static inline bool armed = false;
+  u64 v = 0;
+  explicit fragile(u64 x) : v(x) {}
+  fragile(const fragile& o) : v(o.v) {
+    if (armed) throw std::runtime_error("copy refused");
+  }
+  fragile(fragile&&) noexcept = default;
+  fragile& operator=(const fragile&) = default;
+  fragile& operator=(fragile&&) noexcept = default;
+};
+
+}  // namespace
+
+TEST_CASE("exceptions: a value whose copy throws on a hit leaves the counts and the order as they were",
+          "[cache][exceptions]") {
+  // LRU of 2: 1 is the least recent. A hit on 1 whose copy throws must not
+  // count the hit nor move 1 to the front, so inserting 3 evicts 1.
+  lru_cache<u64, fragile> c{"test.exc.copy", {.max_entries = 2}};
+  c.put(1, fragile{10});
+  c.put(2, fragile{20});
+  fragile::armed = true;
+  CHECK_THROWS_AS(c.get(1), std::runtime_error);
+  CHECK_THROWS_AS(c.get_or_load(1, [](u64 k) { return fragile{k}; }), std::runtime_error);
+  fragile::armed = false;
+  CHECK(c.stats().hits == 0);
+  CHECK(c.stats().misses == 0);
+  c.put(3, fragile{30});
+  CHECK_FALSE(c.contains(1));
+  CHECK(c.contains(2));
+  CHECK(c.get(2)->v == 20);
+  CHECK(c.stats().hits == 1);
+}
+
 TEST_CASE("exceptions: a throwing loader leaves the cache unchanged", "[cache][exceptions]") {
   const std::string name = "test.exc.loader";
   tinylfu_cache<u64, u64> c{name, {.max_entries = 4}};

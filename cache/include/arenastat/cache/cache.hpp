@@ -313,7 +313,7 @@ class basic_cache {
     const hashed_key h = hash_key(key);
     prefetch_counts(h);
     const std::uint32_t i = index_of(h.h32(), key);
-    if (i != npos) [[likely]] return hit(i, h);
+    if (i != npos) [[likely]] return hit_value(i, h);
     return load_and_put(key, h, std::forward<Loader>(loader));
   }
 
@@ -402,7 +402,7 @@ class basic_cache {
       count_miss(h);
       return std::nullopt;
     }
-    return hit(i, h);
+    return hit_value(i, h);
   }
 
   bool put_hashed(K&& key, V&& value, hashed_key h, bool record) {
@@ -646,6 +646,19 @@ class basic_cache {
     std::atomic_ref<std::uint32_t*>(slots_).store(table, std::memory_order_release);
   }
 
+  // A counted hit's value for the caller. When V's copy may throw it is made
+  // before the hit is counted, so a copy that throws leaves the statistics
+  // and the policy's order as they were (everything that can throw runs
+  // before the first change).
+  [[gnu::always_inline]] V hit_value(std::uint32_t i, hashed_key h) {
+    if constexpr (std::is_nothrow_copy_constructible_v<V>) {
+      return hit(i, h);
+    } else {
+      V v(store_.at(i).value);
+      (void)hit(i, h);
+      return v;
+    }
+  }
   // A counted hit on entry i: its value.
   [[gnu::always_inline]] const V& hit(std::uint32_t i, hashed_key h) noexcept {
     ++hits_;

@@ -145,9 +145,24 @@ class sharded_cache {
     if (options.max_bytes != 0 && options.max_bytes <= array_bytes)
       throw std::invalid_argument("sharded_cache '" + name_ + "': max_bytes " + std::to_string(options.max_bytes) +
                                   " does not exceed the shard array (" + std::to_string(array_bytes) + " bytes)");
+    // Checked here, on the whole cache's figures: a shard's own message would
+    // give its share and tell a sharded_cache to use sharded_cache.
+    const std::uint64_t most_entries = std::uint64_t{shard_cache::max_capacity} * n;
+    if (options.max_entries > most_entries)
+      throw std::invalid_argument("sharded_cache '" + name_ + "': max_entries " + std::to_string(options.max_entries) +
+                                  " exceeds what " + std::to_string(n) + " shards hold (" +
+                                  std::to_string(shard_cache::max_capacity) + " entries each: " +
+                                  std::to_string(most_entries) + "); use more shards (at most " +
+                                  std::to_string(max_shards) + ")");
     bool tuner_fits = true;
     const std::uint64_t shard_bytes =
         options.max_bytes == 0 ? 0 : shard_bytes_for(options.max_bytes - array_bytes, n, tuner_fits);
+    if (options.max_bytes != 0 && shard_cache::capacity_for_bytes(shard_bytes) == 0)
+      throw std::invalid_argument("sharded_cache '" + name_ + "': max_bytes " + std::to_string(options.max_bytes) +
+                                  " leaves each of its " + std::to_string(n) + " shards " +
+                                  std::to_string(shard_bytes) + " bytes, below the footprint of a one-entry cache (" +
+                                  std::to_string(shard_cache::footprint_bytes(1)) +
+                                  " bytes); use fewer shards or more bytes");
     if (options.track) {
       tracker_.emplace(name_, "cache", upstream);
       res_ = &*tracker_;
