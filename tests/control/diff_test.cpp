@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <arenastat/control.hpp>
 #include <arenastat/diff.hpp>
 
 using namespace arenastat;
@@ -172,9 +173,13 @@ TEST_CASE("the JSON diff carries before, after and change of every figure", "[co
   CHECK(j["total"]["live"]["change"] == 195);
 }
 
-TEST_CASE("diff with --tree is refused", "[control][diff]") {
+TEST_CASE("diff with --tree or --prometheus is refused by the API as by the command", "[control][diff]") {
   CHECK_THROWS_WITH(render_diff({}, parse_report_options("--tree")),
                     "--tree: the diff has no tree view (use text or --json)");
+  CHECK_THROWS_WITH(render_diff({}, parse_report_options("--prometheus")),
+                    "--prometheus: the diff has no exposition (use 'metrics' for the current values)");
+  CHECK(control::handle_request("diff --prometheus") ==
+        "error --prometheus: the diff has no exposition (use 'metrics' for the current values)\n");
 }
 
 TEST_CASE("the JSON diff is compact, in the report's style, with keys in a fixed order", "[control][diff]") {

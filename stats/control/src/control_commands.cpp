@@ -99,12 +99,7 @@ std::string baseline_body() {
 
 std::string diff_body(const std::string& arguments) {
   const report_options options = parse_report_options(arguments);
-  if (options.format == report_format::tree) {
-    throw std::invalid_argument("--tree: the diff has no tree view (use text or --json)");
-  }
-  if (options.format == report_format::prometheus) {
-    throw std::invalid_argument("--prometheus: the diff has no exposition (use 'metrics' for the current values)");
-  }
+  check_diff_format(options);  // before the baseline is looked for
   std::vector<entry> before;
   diff_source source;
   {

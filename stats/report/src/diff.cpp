@@ -144,11 +144,16 @@ std::vector<diff_entry> diff_entries(const std::vector<entry>& baseline,
   return out;
 }
 
+void check_diff_format(const report_options& options) {
+  if (options.format == report_format::tree)
+    throw std::invalid_argument("--tree: the diff has no tree view (use text or --json)");
+  if (options.format == report_format::prometheus)
+    throw std::invalid_argument("--prometheus: the diff has no exposition (use 'metrics' for the current values)");
+}
+
 std::string render_diff(const std::vector<diff_entry>& diff, const report_options& options,
                         const diff_source& source) {
-  if (options.format == report_format::tree) {
-    throw std::invalid_argument("--tree: the diff has no tree view (use text or --json)");
-  }
+  check_diff_format(options);
   if (options.format == report_format::html) return render_diff_html(diff, options, source);
   std::vector<const diff_entry*> listed;
   std::size_t unchanged = 0, changed = 0, added = 0, vanished = 0, below = 0;

@@ -56,8 +56,13 @@ struct diff_source {
 //          live (|live change|), count (|count change|), name
 //   --top=N  at most N entries;  --json  JSON (docs/cli.md), compact like the report's
 // Unchanged entries are never listed, only counted. A TOTAL line sums every
-// entry. Throws std::invalid_argument for --tree.
+// entry. Throws std::invalid_argument for --tree and --prometheus
+// (check_diff_format).
 std::string render_diff(const std::vector<diff_entry>& diff, const report_options& options,
                         const diff_source& source = {});
+
+// Throws std::invalid_argument naming the option for a format the diff has no
+// view in: --tree and --prometheus (text, --json and --html are its views).
+void check_diff_format(const report_options& options);
 
 }  // namespace arenastat
