@@ -100,9 +100,15 @@ TEST_CASE("html: the CLI writes the target's --html page to -o FILE or stdout", 
   REQUIRE(to_stdout.status == 0);
   CHECK(to_stdout.out.starts_with("<!DOCTYPE html>"));
   CHECK(to_stdout.out.find("\"name\":\"cache/items\"") != std::string::npos);
-  const cli_result both = run_cli({app.pid_text(), "html", "--json"}, env);
-  CHECK(both.status == 1);
-  CHECK(both.err.find("bad option '--html' with '--json'") != std::string::npos);
+  // Another format is refused in the user's words, before asking the target.
+  for (const char* format : {"--json", "--tree", "--prometheus"}) {
+    INFO(format);
+    const cli_result both = run_cli({app.pid_text(), "html", format}, env);
+    CHECK(both.status == 2);
+    CHECK(both.err.find("html: '" + std::string(format) + "' chooses another output format; html writes the page") !=
+          std::string::npos);
+  }
+  CHECK(run_cli({app.pid_text(), "html", "--html"}, env).status == 0);  // the format it adds, said again
   // diff --html: growth since the baseline.
   REQUIRE(run_cli({app.pid_text(), "baseline"}, env).status == 0);
   REQUIRE(app.command("grow 3") == "done");

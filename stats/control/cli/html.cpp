@@ -32,6 +32,14 @@ int run_html(const std::vector<std::string>& args, const ask_fn& ask) {
   const opt::parsed p = parse_options(html_grammar(), args, opt::operands::pass);
   for (const opt::value& v : p.values) file = v.text;  // -o, the only option
   for (const std::string_view w : p.operands) {
+    // A format option (the report table's format group) would clash with the
+    // --html this command adds: say so in the user's words, not the request's.
+    const std::string_view name = w.substr(0, w.find('='));
+    for (const opt::spec& s : opt::report_specs())
+      if (s.group != 0 && s.name == name && name != "--html")
+        throw failure{exit_usage, "html: '" + std::string(name) +
+                                      "' chooses another output format; html writes the page (its report options: -s, "
+                                      "--sort, --top, -H)"};
     line += ' ';
     line += w;
   }
