@@ -243,10 +243,6 @@ int run(int argc, char** argv) {
     } catch (const sim::trace_error& e) {
       std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), e.what());
       return 1;
-    } catch (const std::bad_alloc&) {
-      std::fprintf(stderr, "%.*s: %.*s: out of memory holding the trace (--max-requests=N reads fewer requests)\n",
-                   static_cast<int>(program.size()), program.data(), static_cast<int>(arg.size()), arg.data());
-      return 1;
     }
     if (t.keys.empty()) {
       std::fprintf(stderr, "%.*s: %s: no requests\n", static_cast<int>(program.size()), program.data(), t.name.c_str());

@@ -11,6 +11,7 @@
 
 #include "arenastat/control.hpp"
 #include "arenastat/dump.hpp"
+#include "arenastat/prometheus.hpp"
 #include "autostart.hpp"
 #include "control_internal.hpp"
 #include "quoted.hpp"
@@ -68,10 +69,9 @@ void check_dump_sort(std::string_view value) {
   }
 }
 
-// Read where the signal's dump is written (prometheus_dump_from_env: only
-// "prometheus" changes the format); anything but the two names is a typo.
+// Read where the signal's dump is written (prometheus_dump_from_env).
 void check_dump_format(std::string_view value) {
-  if (value.empty() || value == "text" || value == "prometheus") return;
+  if (parse_dump_format(value)) return;
   warn("arenastat: ignoring ARENASTAT_DUMP_FORMAT=" + quoted(value) +
        ": expected text or prometheus; dumps are text\n");
 }

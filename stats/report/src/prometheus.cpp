@@ -403,9 +403,15 @@ void write_file_atomically(const std::string& path, std::string_view text) {
   if (::rename(temp.c_str(), path.c_str()) != 0) fail(errno, "metrics: cannot rename " + temp + " to " + path);
 }
 
+std::optional<bool> parse_dump_format(std::string_view value) noexcept {
+  if (value.empty() || value == "text") return false;
+  if (value == "prometheus") return true;
+  return std::nullopt;
+}
+
 bool prometheus_dump_from_env() noexcept {
   const char* v = std::getenv("ARENASTAT_DUMP_FORMAT");
-  return v != nullptr && std::string_view(v) == "prometheus";
+  return parse_dump_format(v == nullptr ? std::string_view{} : std::string_view(v)).value_or(false);
 }
 
 std::string write_metrics_file(std::string_view path) {

@@ -42,25 +42,23 @@ void destroy() {
   std::puts("destroyed");
 }
 
-void exit_held() {
-  registry = new arenastat::tracking_resource{"leaks/registry"};
+// Held at exit: 64 bytes in one block of `account`, and one 4096-byte arena
+// chunk (tag node) taken in scope `scope_name`.
+void hold_block_and_chunk(const char* account, const char* scope_name) {
+  registry = new arenastat::tracking_resource{account};
   kept[2] = registry->allocate(64);
-  {
-    arenastat::scope s{"leaks/parse"};
-    arenas[0] = new arenastat::arena_resource{"node"};
-    (void)arenas[0]->allocate(10);
-  }
+  arenastat::scope s{scope_name};
+  arenas[0] = new arenastat::arena_resource{"node"};
+  (void)arenas[0]->allocate(10);
+}
+
+void exit_held() {
+  hold_block_and_chunk("leaks/registry", "leaks/parse");
   arenas[1] = new arenastat::arena_resource{"resource", {.initial_chunk = 1024}};
   (void)arenas[1]->allocate(10);
 }
 
-void names() {
-  registry = new arenastat::tracking_resource{"leaks/a\nb"};
-  kept[2] = registry->allocate(64);
-  arenastat::scope s{"leaks/\x1b[2J"};
-  arenas[0] = new arenastat::arena_resource{"node"};
-  (void)arenas[0]->allocate(10);
-}
+void names() { hold_block_and_chunk("leaks/a\nb", "leaks/\x1b[2J"); }
 
 void clean() {
   arenastat::tracking_resource r{"leaks/clean"};

@@ -85,7 +85,12 @@ metrics_format metrics_format_for_accept(std::string_view accept);
 // Throws std::system_error naming the path on failure (the temporary is removed).
 void write_file_atomically(const std::string& path, std::string_view text);
 
-// ARENASTAT_DUMP_FORMAT=prometheus: dumps on the signal are `.prom` files.
+// An ARENASTAT_DUMP_FORMAT value: "text" (or empty) -> false, "prometheus"
+// -> true, anything else nullopt. The one reading of the variable.
+std::optional<bool> parse_dump_format(std::string_view value) noexcept;
+
+// ARENASTAT_DUMP_FORMAT=prometheus: dumps on the signal are `.prom` files
+// (a bad value means text; the control hooks warn about it at start-up).
 bool prometheus_dump_from_env() noexcept;
 
 // Writes metrics() (text format, ARENASTAT_METRICS_DEPTH) atomically to `path`;
