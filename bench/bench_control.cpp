@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,27 +30,16 @@
 #include <arenastat/control.hpp>
 #include <arenastat/histogram.hpp>
 
+#include "table_load.hpp"
+
 extern char** environ;
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
+using namespace arenastat::bench;
 
 double ms_since(clock_type::time_point t0) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-}
-
-// CPU time of the calling thread: unlike wall time, barely affected by other
-// processes competing for the cores.
-double thread_cpu_ms() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // Connects, sends `request`, reads until the server closes; returns the bytes read.
@@ -64,12 +52,7 @@ std::size_t query(const std::string& socket, const char* request) {
     ::close(fd);
     return 0;
   }
-  [[maybe_unused]] const ssize_t sent = ::send(fd, request, std::strlen(request), MSG_NOSIGNAL);
-  std::size_t total = 0;
-  char buf[1 << 16];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) total += static_cast<std::size_t>(n);
-  ::close(fd);
-  return total;
+  return send_and_drain(fd, request);
 }
 
 // Runs the real CLI with its output sent to /dev/null; returns its exit status.
@@ -88,59 +71,6 @@ int run_cli(const std::string& pid, const std::string& socket_dir) {
   int status = 0;
   ::waitpid(child, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-void make_entries(std::size_t scopes, std::size_t accounts) {
-  arenastat::tracking_resource scratch("bench/scratch");
-  for (std::size_t i = 0; i < scopes; ++i) {
-    arenastat::scope s("bench/scope/" + std::to_string(i));
-    void* p = scratch.allocate(64 + i % 512);
-    scratch.deallocate(p, 64 + i % 512);
-  }
-  const arenastat::tag_id heap = arenastat::register_tag("heap");
-  for (std::size_t i = 0; i < accounts; ++i) {
-    arenastat::account& a = arenastat::account::get("bench/account/" + std::to_string(i));
-    a.use_tag(heap);
-    a.on_allocate(128, heap);
-  }
-}
-
-struct stall_figures {
-  arenastat::histogram ns{1, 10'000'000'000ull, 3};
-  std::uint64_t iterations = 0;
-  std::uint64_t over_1ms = 0;
-};
-
-// One iteration: a scope (folded into the table at its end) with 8 tracked
-// allocations and frees. Timed with two clock reads.
-stall_figures run_application(std::chrono::seconds length) {
-  static arenastat::tracking_resource cache("bench/app");
-  stall_figures f;
-  void* blocks[8];
-  const auto until = clock_type::now() + length;
-  std::uint64_t i = 0;
-  while (clock_type::now() < until) {
-    const auto t0 = clock_type::now();
-    {
-      arenastat::scope s(i % 2 == 0 ? "bench/app/even" : "bench/app/odd");
-      for (void*& b : blocks) b = cache.allocate(256);
-      for (void* b : blocks) cache.deallocate(b, 256);
-    }
-    const auto ns = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - t0).count());
-    f.ns.record(ns);
-    f.over_1ms += ns > 1'000'000;
-    ++i;
-  }
-  f.iterations = i;
-  return f;
-}
-
-void print_stalls(const char* label, const stall_figures& f) {
-  std::printf("%-26s %9llu iterations  p50=%.4f ms  p99=%.4f ms  p99.9=%.4f ms  max=%.3f ms  over 1 ms: %llu\n",
-              label, static_cast<unsigned long long>(f.iterations), f.ns.value_at_percentile(50) / 1e6,
-              f.ns.value_at_percentile(99) / 1e6, f.ns.value_at_percentile(99.9) / 1e6, f.ns.max() / 1e6,
-              static_cast<unsigned long long>(f.over_1ms));
 }
 
 }  // namespace

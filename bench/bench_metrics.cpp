@@ -14,7 +14,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,20 +31,11 @@
 #include <arenastat/metrics_http.hpp>
 #include <arenastat/prometheus.hpp>
 
+#include "table_load.hpp"
+
 namespace {
 
-using clock_type = std::chrono::steady_clock;
-
-double thread_cpu_ms() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using namespace arenastat::bench;
 
 // GET /metrics from 127.0.0.1:port; returns the bytes received (0 on failure).
 std::size_t scrape(int port) {
@@ -58,61 +48,7 @@ std::size_t scrape(int port) {
     ::close(fd);
     return 0;
   }
-  static const char request[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  [[maybe_unused]] const ssize_t sent = ::send(fd, request, sizeof request - 1, MSG_NOSIGNAL);
-  std::size_t total = 0;
-  char buf[1 << 16];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) total += static_cast<std::size_t>(n);
-  ::close(fd);
-  return total;
-}
-
-void make_entries(std::size_t scopes, std::size_t accounts) {
-  arenastat::tracking_resource scratch("bench/scratch");
-  for (std::size_t i = 0; i < scopes; ++i) {
-    arenastat::scope s("bench/scope/" + std::to_string(i));
-    void* p = scratch.allocate(64 + i % 512);
-    scratch.deallocate(p, 64 + i % 512);
-  }
-  const arenastat::tag_id heap = arenastat::register_tag("heap");
-  for (std::size_t i = 0; i < accounts; ++i) {
-    arenastat::account& a = arenastat::account::get("bench/account/" + std::to_string(i));
-    a.use_tag(heap);
-    a.on_allocate(128, heap);
-  }
-}
-
-struct stall_figures {
-  arenastat::histogram ns{1, 10'000'000'000ull, 3};
-  std::uint64_t iterations = 0;
-};
-
-// One iteration: a scope with 8 tracked allocations and frees, timed.
-stall_figures run_application(std::chrono::seconds length) {
-  static arenastat::tracking_resource cache("bench/app");
-  stall_figures f;
-  void* blocks[8];
-  const auto until = clock_type::now() + length;
-  std::uint64_t i = 0;
-  while (clock_type::now() < until) {
-    const auto t0 = clock_type::now();
-    {
-      arenastat::scope s(i % 2 == 0 ? "bench/app/even" : "bench/app/odd");
-      for (void*& b : blocks) b = cache.allocate(256);
-      for (void* b : blocks) cache.deallocate(b, 256);
-    }
-    f.ns.record(static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - t0).count()));
-    ++i;
-  }
-  f.iterations = i;
-  return f;
-}
-
-void print_stalls(const char* label, const stall_figures& f) {
-  std::printf("%-28s %9llu iterations  p50=%.4f ms  p99=%.4f ms  p99.9=%.4f ms  max=%.3f ms\n", label,
-              static_cast<unsigned long long>(f.iterations), f.ns.value_at_percentile(50) / 1e6,
-              f.ns.value_at_percentile(99) / 1e6, f.ns.value_at_percentile(99.9) / 1e6, f.ns.max() / 1e6);
+  return send_and_drain(fd, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
 }
 
 }  // namespace
