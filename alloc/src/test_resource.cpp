@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -56,15 +59,56 @@ struct test_resource::state {
   std::pmr::memory_resource* upstream;
   mutable std::mutex mu;
   std::unordered_map<void*, block> live;
-  std::unordered_map<void*, block> freed;  // given back and not handed out again
+  // Blocks given back, held before they go upstream (oldest first) so that
+  // their addresses are not handed out again while a double free of them
+  // can still be named; `freed` has their records.
+  std::unordered_map<void*, block> freed;
+  std::deque<void*> quarantine;
+  std::size_t quarantine_bytes = 0;
   std::int64_t blocks = 0, bytes = 0, max_blocks = 0, max_bytes = 0, total_blocks = 0, total_bytes = 0;
   std::int64_t deallocations = 0, misuses = 0;
   std::uint64_t next_serial = 1;
   std::int64_t limit = -1;
 
-  std::size_t front_for(std::size_t alignment) const {
+  // The bytes asked of upstream for a block of `bytes` at `alignment`: the
+  // front guard (guard_bytes rounded up to the alignment, so the block stays
+  // aligned), the block and the back guard. False when that exceeds
+  // PTRDIFF_MAX (the counters are signed; no upstream could give it).
+  bool layout(std::size_t bytes, std::size_t alignment, std::size_t& front, std::size_t& total) const noexcept {
     const std::size_t g = options.guard_bytes;
-    return g == 0 ? 0 : (g + alignment - 1) / alignment * alignment;
+    constexpr std::size_t most = PTRDIFF_MAX;
+    if (g > most || alignment > most) return false;
+    front = g == 0 ? 0 : (g + alignment - 1) / alignment * alignment;
+    return front <= most && bytes <= most - front && g <= most - front - bytes &&
+           (total = front + bytes + g, true);
+  }
+  std::size_t total_of(const block& b) const noexcept { return b.front + b.bytes + options.guard_bytes; }
+  // Gives a block's memory (its guards included) back upstream, hiding the
+  // scopes as every tracked resource does while it calls its upstream.
+  void release(void* p, const block& b) noexcept {
+    upstream_call below;
+    upstream->deallocate(static_cast<unsigned char*>(p) - b.front, total_of(b), b.alignment);
+  }
+  // Holds a freed block (already filled with freed_fill) in the quarantine,
+  // giving the oldest back while it holds more than its bounds.
+  void hold(void* p, const block& b) noexcept {
+    try {
+      freed.insert_or_assign(p, b);
+      quarantine.push_back(p);
+    } catch (...) {  // no room for the record: give the block back at once
+      freed.erase(p);
+      release(p, b);
+      return;
+    }
+    quarantine_bytes += total_of(b);
+    while (quarantine.size() > options.quarantine_blocks || quarantine_bytes > test_resource::quarantine_max_bytes) {
+      void* q = quarantine.front();
+      quarantine.pop_front();
+      const auto it = freed.find(q);
+      quarantine_bytes -= total_of(it->second);
+      release(q, it->second);
+      freed.erase(it);
+    }
   }
   std::string header() const { return "arenastat::test_resource '" + name + "'"; }
   std::string list(std::uint64_t from) const {  // under mu
@@ -111,12 +155,15 @@ test_resource::~test_resource() {
         std::abort();
       }
     }
+    // Given back as deallocate would: the account and the active scopes credited.
+    const bool scopes = state_->options.charge_scopes && scopes_charged();
     for (auto& [p, b] : state_->live) {
       account_->on_deallocate(b.bytes, tag_);
-      state_->upstream->deallocate(static_cast<char*>(p) - b.front, b.front + b.bytes + state_->options.guard_bytes,
-                                   b.alignment);
+      if (scopes) credit_scopes(tag_, b.bytes);
+      state_->release(p, b);
     }
   }
+  for (void* q : state_->quarantine) state_->release(q, state_->freed.at(q));
   lock.unlock();
   account_->detach_resource();
 }
@@ -182,15 +229,21 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
                                    std::to_string(s.next_serial) + " of " + plural(static_cast<std::int64_t>(bytes), "byte", "bytes") +
                                    " refused)");
   }
-  const std::size_t front = s.front_for(alignment);
-  const std::size_t guard = s.options.guard_bytes;
-  if (bytes > SIZE_MAX - front - guard) throw std::bad_alloc();
+  if (!std::has_single_bit(alignment)) {
+    ++s.misuses;
+    const std::string message = s.header() + ": allocate(" + std::to_string(bytes) + ", " + std::to_string(alignment) +
+                                "): alignment " + std::to_string(alignment) + " is not a power of two";
+    lock.unlock();
+    fail(message);
+  }
+  std::size_t front = 0, total = 0;
+  if (!s.layout(bytes, alignment, front, total)) throw std::bad_alloc();
   const bool scopes = s.options.charge_scopes && scopes_charged();
   if (scopes) check_scope_limits(bytes);  // a request that cannot fit is never made
   unsigned char* base;
   {
     upstream_call below;  // the scopes are charged here, once
-    base = static_cast<unsigned char*>(s.upstream->allocate(front + bytes + guard, alignment));
+    base = static_cast<unsigned char*>(s.upstream->allocate(total, alignment));
   }
   unsigned char* p = base + front;
   if (scopes) {
@@ -198,7 +251,7 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
       charge_scopes(tag_, bytes);
     } catch (...) {
       upstream_call below;
-      s.upstream->deallocate(base, front + bytes + guard, alignment);
+      s.upstream->deallocate(base, total, alignment);
       throw;
     }
   }
@@ -207,13 +260,12 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   } catch (...) {
     if (scopes) credit_scopes(tag_, bytes);
     upstream_call below;
-    s.upstream->deallocate(base, front + bytes + guard, alignment);
+    s.upstream->deallocate(base, total, alignment);
     throw;
   }
   account_->on_allocate(bytes, tag_);
-  s.freed.erase(p);
   std::memset(base, guard_fill, front);
-  std::memset(p + bytes, guard_fill, guard);
+  std::memset(p + bytes, guard_fill, s.options.guard_bytes);
   ++s.next_serial;
   ++s.blocks;
   s.bytes += static_cast<std::int64_t>(bytes);
@@ -281,19 +333,11 @@ void test_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignm
   account_->on_deallocate(b.bytes, tag_);
   if (s.options.charge_scopes && scopes_charged()) credit_scopes(tag_, b.bytes);
   s.live.erase(it);
-  try {
-    s.freed.insert_or_assign(p, b);
-  } catch (...) {
-  }
   --s.blocks;
   s.bytes -= n;
   ++s.deallocations;
-  const std::size_t total = b.front + b.bytes + s.options.guard_bytes;
-  std::memset(user - b.front, freed_fill, total);
-  {
-    upstream_call below;
-    s.upstream->deallocate(user - b.front, total, b.alignment);
-  }
+  std::memset(user - b.front, freed_fill, s.total_of(b));
+  s.hold(p, b);
   if (!before.empty() || !after.empty()) {
     ++s.misuses;
     std::string what = of_block + " (" + plural(n, "byte", "bytes") + "): ";

@@ -8,6 +8,7 @@
 #include <arenastat/test_resource.hpp>
 #include <arenastat/testing/catch2.hpp>
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory_resource>
@@ -16,6 +17,7 @@
 
 #include "arenastat/scope.hpp"
 #include "arenastat/table.hpp"
+#include "arenastat/tracking_resource.hpp"
 
 namespace {
 
@@ -170,6 +172,124 @@ TEST_CASE("test_resource: a double free", "[test_resource][misuse]") {
   CHECK_THROWS_WITH(r.deallocate(p, 24, 8), "arenastat::test_resource 'testing/double': deallocate(" + ptr(p) +
                                                 ", 24, 8) of block #1 (24 bytes), already deallocated (double free)");
   CHECK(r.blocks_in_use() == 0);
+}
+
+TEST_CASE("test_resource: a double free is named after its address was asked for again", "[test_resource][misuse]") {
+  // The freed block is held in the quarantine, so the next request of the
+  // same size cannot get its address and the second free still names #1.
+  arenastat::test_resource r{"testing/double-reuse"};
+  void* a = r.allocate(24, 8);
+  r.deallocate(a, 24, 8);
+  void* b = r.allocate(24, 8);
+  CHECK(b != a);
+  CHECK_THROWS_WITH(r.deallocate(a, 24, 8), "arenastat::test_resource 'testing/double-reuse': deallocate(" + ptr(a) +
+                                                ", 24, 8) of block #1 (24 bytes), already deallocated (double free)");
+  CHECK(r.blocks_in_use() == 1);  // #2 is untouched
+  r.deallocate(b, 24, 8);
+  CHECK(r.blocks_in_use() == 0);
+  CHECK(r.misuses() == 1);
+}
+
+namespace {
+// Counts what reaches it, to see when the quarantine gives blocks back.
+struct counting_upstream final : std::pmr::memory_resource {
+  std::int64_t blocks = 0, bytes = 0;
+  void* do_allocate(std::size_t n, std::size_t a) override {
+    ++blocks;
+    bytes += static_cast<std::int64_t>(n);
+    return std::pmr::new_delete_resource()->allocate(n, a);
+  }
+  void do_deallocate(void* p, std::size_t n, std::size_t a) override {
+    --blocks;
+    bytes -= static_cast<std::int64_t>(n);
+    std::pmr::new_delete_resource()->deallocate(p, n, a);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
+};
+}  // namespace
+
+TEST_CASE("test_resource: the quarantine holds the last quarantine_blocks freed blocks, then gives the oldest back",
+          "[test_resource]") {
+  counting_upstream up;
+  {
+    arenastat::test_resource r{"testing/quarantine", {.guard_bytes = 8, .quarantine_blocks = 3}, &up};
+    std::vector<void*> p;
+    for (int i = 0; i < 5; ++i) p.push_back(r.allocate(16, 8));
+    CHECK(up.blocks == 5);
+    CHECK(up.bytes == 5 * (8 + 16 + 8));
+    for (void* q : p) r.deallocate(q, 16, 8);
+    CHECK(r.blocks_in_use() == 0);
+    CHECK(r.bytes_in_use() == 0);
+    CHECK(up.blocks == 3);  // #3, #4, #5 held
+    // #1 left the quarantine: its second free is no longer known as a double free.
+    CHECK_THROWS_WITH(r.deallocate(p[0], 16, 8), "arenastat::test_resource 'testing/quarantine': deallocate(" +
+                                                     ptr(p[0]) + ", 16, 8) of a pointer it did not allocate");
+    CHECK_THROWS_WITH(r.deallocate(p[4], 16, 8), "arenastat::test_resource 'testing/quarantine': deallocate(" +
+                                                     ptr(p[4]) + ", 16, 8) of block #5 (16 bytes), already deallocated (double free)");
+  }
+  CHECK(up.blocks == 0);  // the destructor gave the held blocks back
+  CHECK(up.bytes == 0);
+  arenastat::test_resource none{"testing/quarantine-off", {.quarantine_blocks = 0}, &up};
+  none.deallocate(none.allocate(16, 8), 16, 8);
+  CHECK(up.blocks == 0);
+}
+
+TEST_CASE("test_resource: the quarantine gives blocks back beyond quarantine_max_bytes", "[test_resource]") {
+  counting_upstream up;
+  const std::size_t big = arenastat::test_resource::quarantine_max_bytes / 2;  // one fits with its guards, two do not
+  arenastat::test_resource r{"testing/quarantine-bytes", &up};
+  void* a = r.allocate(big, 8);
+  void* b = r.allocate(big, 8);
+  r.deallocate(a, big, 8);
+  CHECK(up.blocks == 2);  // a held: big + 32 <= max
+  r.deallocate(b, big, 8);
+  CHECK(up.blocks == 1);  // 2 x (big + 32) > max: a, the oldest, went back
+  CHECK(up.bytes == static_cast<std::int64_t>(16 + big + 16));
+}
+
+TEST_CASE("test_resource: a request whose size with its guards exceeds PTRDIFF_MAX throws bad_alloc, counting nothing",
+          "[test_resource]") {
+  counting_upstream up;
+  arenastat::test_resource r{"testing/huge", &up};
+  CHECK_THROWS_AS(r.allocate(SIZE_MAX - 32, 8), std::bad_alloc);
+  CHECK_THROWS_AS(r.allocate(SIZE_MAX, 1), std::bad_alloc);
+  CHECK_THROWS_AS(r.allocate(std::size_t{PTRDIFF_MAX} - 31, 8), std::bad_alloc);  // 16 + n + 16 > PTRDIFF_MAX
+  arenastat::test_resource g{"testing/huge-guard", {.guard_bytes = std::size_t{1} << 63}, &up};
+  CHECK_THROWS_AS(g.allocate(8, 8), std::bad_alloc);
+  CHECK(up.blocks == 0);
+  CHECK(r.total_blocks() == 0);
+  CHECK(r.bytes_in_use() == 0);
+  CHECK(r.max_bytes() == 0);
+  CHECK(r.next_serial() == 1);
+}
+
+TEST_CASE("test_resource: an alignment that is not a power of two is a misuse", "[test_resource][misuse]") {
+  arenastat::test_resource r{"testing/align0"};
+  CHECK_THROWS_WITH(r.allocate(8, 0), "arenastat::test_resource 'testing/align0': allocate(8, 0): alignment 0 is not a power of two");
+  CHECK_THROWS_WITH(r.allocate(8, 24), "arenastat::test_resource 'testing/align0': allocate(8, 24): alignment 24 is not a power of two");
+  CHECK(r.misuses() == 2);
+  CHECK(r.total_blocks() == 0);
+}
+
+TEST_CASE("test_resource: destroyed with blocks in use, it credits the active scopes as deallocate would",
+          "[test_resource]") {
+  // Over a tracking_resource, the upstream's own charge is hidden both ways
+  // (the scope sees only the test_resource's 100 bytes, then nothing).
+  arenastat::tracking_resource tracked{"testing/leak-scope-upstream"};
+  arenastat::scope s{"testing/leak-scope"};
+  {
+    arenastat::test_resource r{"testing/leak-scope-r", {.quiet = true}, &tracked};
+    (void)r.allocate(100);
+    CHECK(s.net_bytes() == 100);
+  }
+  CHECK(s.net_bytes() == 0);
+  CHECK(tracked.tracked_account().live_bytes() == 0);
+  {
+    arenastat::test_resource r{"testing/leak-scope-r2", {.quiet = true}};
+    (void)r.allocate(100);
+  }
+  CHECK(s.net_bytes() == 0);
+  CHECK(s.peak_bytes() == 100);
 }
 
 TEST_CASE("test_resource: a size differing from the allocation's", "[test_resource][misuse]") {

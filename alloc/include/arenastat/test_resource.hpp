@@ -59,10 +59,17 @@ struct test_resource_options {
   // resources it charges none anyway: they hide the scopes while calling it).
   // Off: only the account is charged.
   bool charge_scopes = true;
+  // Freed blocks held back (filled with 0xA5) before they go upstream, the
+  // oldest given back first, so that a freed block's address is not handed
+  // out again while a double free of it can still be named (at most this
+  // many blocks and quarantine_max_bytes bytes, guards included; 0: give
+  // each block back at once). The destructor gives them all back.
+  std::size_t quarantine_blocks = 1024;
 };
 
 class test_resource final : public std::pmr::memory_resource {
  public:
+  static constexpr std::size_t quarantine_max_bytes = std::size_t{16} << 20;
   // Blocks come from `upstream` (by default new_delete_resource(), never the
   // default resource, so that a default_resource_guard does not see them).
   // Every block is charged, without its guard bytes, to the account `name`
@@ -89,7 +96,7 @@ class test_resource final : public std::pmr::memory_resource {
   std::int64_t total_blocks() const noexcept;   // successful allocations
   std::int64_t total_bytes() const noexcept;
   std::int64_t deallocations() const noexcept;  // successful deallocations
-  std::int64_t misuses() const noexcept;        // wrong deallocations reported
+  std::int64_t misuses() const noexcept;        // misuses reported (wrong deallocations, bad alignments)
   // Serial number of the next block (blocks are numbered #1, #2, ... in allocation order).
   std::uint64_t next_serial() const noexcept;
 

@@ -10,8 +10,12 @@
 //   }
 //
 // Objects using the resource must be declared after the macro (destroyed first).
+// A failure is reported at the line of the macro that set the check up. The
+// header uses no unprefixed Catch2 macro, so it also works under
+// CATCH_CONFIG_PREFIX_ALL.
 #pragma once
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -26,21 +30,35 @@ inline std::string current_test_name() {
   return {};
 }
 
+// One failed check (as FAIL_CHECK) reported at `where`.
+inline void fail_check_at(const Catch::SourceLineInfo& where, const std::string& message) {
+  Catch::AssertionHandler handler(Catch::StringRef("FAIL_CHECK"), where, Catch::StringRef(),
+                                  Catch::ResultDisposition::ContinueOnFailure);
+  handler.handleMessage(Catch::ResultWas::ExplicitFailure, message);
+  handler.complete();
+}
+
+// "1 block (40 bytes)", "2 blocks (56 bytes)".
+inline std::string blocks_text(std::int64_t blocks, std::int64_t bytes) {
+  return std::to_string(blocks) + (blocks == 1 ? " block (" : " blocks (") + std::to_string(bytes) +
+         (bytes == 1 ? " byte)" : " bytes)");
+}
+
 // For the rest of the enclosing block: nothing may go through the default
 // resource, and `resource` must end the block holding what it held at its start.
-// Each violation is one failed check (FAIL_CHECK) whose message says what.
+// Each violation is one failed check whose message says what, reported at `where`.
 class checked_block {
  public:
-  explicit checked_block(test_resource& resource)
+  explicit checked_block(test_resource& resource, const Catch::SourceLineInfo& where = CATCH_INTERNAL_LINEINFO)
       : resource_(resource), blocks_(resource.blocks_in_use()), bytes_(resource.bytes_in_use()),
-        first_(resource.next_serial()) {}
+        first_(resource.next_serial()), where_(where) {}
   ~checked_block() {
-    if (const std::string m = guard_.message(); !m.empty()) FAIL_CHECK(m);
+    if (const std::string m = guard_.message(); !m.empty()) fail_check_at(where_, m);
     if (resource_.blocks_in_use() != blocks_ || resource_.bytes_in_use() != bytes_) {
-      FAIL_CHECK("arenastat::test_resource '" << resource_.name() << "' has " << resource_.blocks_in_use()
-                 << " blocks (" << resource_.bytes_in_use() << " bytes) in use at the end of the block, "
-                 << blocks_ << " (" << bytes_ << " bytes) at its start; left by the block: "
-                 << resource_.blocks_since(first_));
+      fail_check_at(where_, "arenastat::test_resource '" + std::string(resource_.name()) + "' has " +
+                                blocks_text(resource_.blocks_in_use(), resource_.bytes_in_use()) +
+                                " in use at the end of the block, " + blocks_text(blocks_, bytes_) +
+                                " at its start; left by the block: " + resource_.blocks_since(first_));
       resource_.set_quiet(true);  // said once, here
     }
   }
@@ -52,6 +70,7 @@ class checked_block {
   std::int64_t blocks_;
   std::int64_t bytes_;
   std::uint64_t first_;
+  Catch::SourceLineInfo where_;
   default_resource_guard guard_;
 };
 
@@ -59,14 +78,15 @@ class checked_block {
 // resource (one failed check saying how much did).
 class no_default_resource {
  public:
-  no_default_resource() = default;
+  explicit no_default_resource(const Catch::SourceLineInfo& where = CATCH_INTERNAL_LINEINFO) : where_(where) {}
   ~no_default_resource() {
-    if (const std::string m = guard_.message(); !m.empty()) FAIL_CHECK(m);
+    if (const std::string m = guard_.message(); !m.empty()) fail_check_at(where_, m);
   }
   no_default_resource(const no_default_resource&) = delete;
   no_default_resource& operator=(const no_default_resource&) = delete;
 
  private:
+  Catch::SourceLineInfo where_;
   default_resource_guard guard_;
 };
 
@@ -80,13 +100,16 @@ class no_default_resource {
 // resource was not used.
 #define ARENASTAT_CHECKED_RESOURCE(var)                                                           \
   ::arenastat::test_resource var{::arenastat::testing::current_test_name() + "/" #var};          \
-  ::arenastat::testing::checked_block arenastat_checked_block_##var { var }
+  ::arenastat::testing::checked_block arenastat_checked_block_##var { var, CATCH_INTERNAL_LINEINFO }
 
 // Checks that `f` is exception-safe on `resource` (arenastat::exception_test):
 // on failure the message names the run and the blocks it left.
 #define ARENASTAT_CHECK_EXCEPTION_SAFE(resource, ...) \
-  CHECK_NOTHROW(::arenastat::exception_test(resource, __VA_ARGS__))
+  INTERNAL_CATCH_NO_THROW("CHECK_NOTHROW", Catch::ResultDisposition::ContinueOnFailure, \
+                          ::arenastat::exception_test(resource, __VA_ARGS__))
 
 // Checks that nothing in the rest of the enclosing block uses the default resource.
 #define ARENASTAT_NO_DEFAULT_RESOURCE() \
-  ::arenastat::testing::no_default_resource ARENASTAT_TESTING_CAT(arenastat_no_default_, __LINE__)
+  ::arenastat::testing::no_default_resource ARENASTAT_TESTING_CAT(arenastat_no_default_, __LINE__) { \
+    CATCH_INTERNAL_LINEINFO                                                                         \
+  }
