@@ -23,6 +23,7 @@ void validate(const arena_options& o, const std::pmr::memory_resource* upstream)
     throw std::invalid_argument("arenastat::arena_resource: " + what);
   };
   if (!upstream) fail("upstream resource is null");
+  if (!o.account.empty()) account::check_name(o.account);
   if (o.initial_chunk < arena_resource::chunk_header_size + arena_resource::chunk_alignment)
     fail("initial_chunk " + std::to_string(o.initial_chunk) + " is smaller than " +
          std::to_string(arena_resource::chunk_header_size + arena_resource::chunk_alignment));
@@ -40,12 +41,11 @@ arena_resource::arena_resource(std::string_view tag, std::pmr::memory_resource* 
 
 arena_resource::arena_resource(std::string_view tag, const arena_options& options,
                                std::pmr::memory_resource* upstream)
-    : next_size_(options.initial_chunk),
+    : next_size_((validate(options, upstream), check_tag_name(tag), options.initial_chunk)),
       upstream_(upstream),
       hook_(options.hook ? options.hook : &tracking_hook()),
       policy_(options),
-      tag_(register_tag(tag)) {
-  validate(options, upstream);
+      tag_(register_tag(tag)) {  // after every check: a refused arena registers nothing
   if (!options.account.empty()) {
     account_ = &account::get(options.account);
     account_->attach_resource();

@@ -5,6 +5,15 @@
 
 namespace arenastat {
 
+account& tracking_resource::checked_account(std::string_view name, std::string_view tag,
+                                            std::pmr::memory_resource* upstream) {
+  if (upstream == nullptr)
+    throw std::invalid_argument("arenastat::tracking_resource: upstream resource is null");
+  account::check_name(name);
+  register_tag(tag);  // checks the tag; before the account, which is never removed
+  return account::get(name);
+}
+
 void* tracking_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
   // The hot path's two-test check agrees with the refusals below.
   static_assert(plain_request(0, 1) && plain_request(PTRDIFF_MAX, 4096) && plain_request(1, std::size_t{1} << 63));

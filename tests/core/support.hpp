@@ -15,17 +15,17 @@ namespace test {
 inline arenastat::test_resource_options upstream_options() { return {.charge_scopes = false}; }
 
 // A grow hook that records chunk sizes and chains to the tracking hook.
-class recording_hook : public arenastat::grow_hook {
+class recording_hook : public arenastat::forwarding_hook {
  public:
   std::vector<std::size_t> acquired;
   std::vector<std::size_t> released;
   void on_acquire(arenastat::charge_stamp& stamp, arenastat::tag_id tag, std::size_t bytes,
                   arenastat::account* acct) override {
-    arenastat::tracking_hook().on_acquire(stamp, tag, bytes, acct);
+    forwarding_hook::on_acquire(stamp, tag, bytes, acct);
     acquired.push_back(bytes);
   }
   void on_release(const arenastat::charge_stamp& stamp, std::size_t bytes) noexcept override {
-    arenastat::tracking_hook().on_release(stamp, bytes);
+    forwarding_hook::on_release(stamp, bytes);
     released.push_back(bytes);
   }
 };

@@ -403,3 +403,15 @@ TEST_CASE("the peak is exact across threads taking turns", "[account][threads]")
     if (p) r.deallocate(p, 200, 8);
   CHECK(r.tracked_account().live_bytes() == 0);
 }
+
+TEST_CASE("a refused tracking_resource creates no account and registers no tag", "[account]") {
+  const std::size_t tags = arenastat::tag_count();
+  const std::size_t accounts = arenastat::account_entry_count();
+  CHECK_THROWS_WITH(arenastat::tracking_resource("test/account/refused-tag", "bad\ntag"),
+                    "arenastat: tag name 'bad\\x0atag' has a control byte (0x00-0x1f or 0x7f)");
+  CHECK_THROWS_WITH(arenastat::tracking_resource("test/account/refused-upstream", nullptr),
+                    "arenastat::tracking_resource: upstream resource is null");
+  CHECK_THROWS_AS(arenastat::tracking_resource("", "refused-tracking-tag"), std::invalid_argument);
+  CHECK(arenastat::account_entry_count() == accounts);
+  CHECK(arenastat::tag_count() == tags);
+}

@@ -349,3 +349,37 @@ TEST_CASE("requests through arena_resource& and through memory_resource* are pla
   direct.deallocate(direct_prev, 8);  // a no-op, as through memory_resource*
   CHECK(direct.bytes_requested() == virt.bytes_requested() + 1 + 1 + 8);
 }
+
+TEST_CASE("a hook derived from forwarding_hook keeps the limit check before upstream", "[arena][limit]") {
+  // A 1 MiB request in a 64 KiB scope: admit() refuses it, so upstream is
+  // never asked and on_acquire never called; the run records oom.
+  arenastat::test_resource up{"test/arena/forwarding-upstream", test::upstream_options()};
+  test::recording_hook hook;
+  {
+    arenastat::scope s{"test/arena/forwarding-limit", {.limit_bytes = 64 << 10}};
+    arena_resource a{"node", arena_options{.initial_chunk = 4096, .hook = &hook}, &up};
+    CHECK_THROWS_AS(a.allocate(1 << 20, 8), arenastat::limit_exceeded);
+    CHECK(up.total_blocks() == 0);
+    CHECK(hook.acquired.empty());
+    CHECK(s.limit_hit());
+  }
+  CHECK(test::find_entry("test/arena/forwarding-limit", arenastat::entry_kind::scope).result == "oom");
+}
+
+TEST_CASE("a refused arena registers no tag and creates no account", "[arena]") {
+  // Every argument is checked before the tag is registered: 40 refusals with
+  // 40 new tag names (more than the 32 tags there are) leave the count as it was.
+  const std::size_t tags = arenastat::tag_count();
+  for (int i = 0; i < 40; ++i) {
+    const std::string tag = "refused-arena-" + std::to_string(i);
+    CHECK_THROWS_AS(arena_resource(tag, arena_options{.initial_chunk = 8}), std::invalid_argument);
+    CHECK_THROWS_AS(arena_resource(tag, arena_options{.account = std::string_view()}, nullptr), std::invalid_argument);
+  }
+  CHECK(arenastat::tag_count() == tags);
+  const std::size_t accounts = arenastat::account_entry_count();
+  CHECK_THROWS_AS(arena_resource("refused-arena", arena_options{.initial_chunk = 8, .account = "test/arena/refused"}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(arena_resource("", arena_options{.account = "test/arena/refused-tag"}), std::invalid_argument);
+  CHECK(arenastat::account_entry_count() == accounts);
+  CHECK(arenastat::tag_count() == tags);
+}

@@ -34,7 +34,7 @@ class tracking_resource final : public std::pmr::memory_resource {
       : tracking_resource(name, default_tag, upstream) {}
   tracking_resource(std::string_view name, std::string_view tag,
                     std::pmr::memory_resource* upstream = std::pmr::get_default_resource())
-      : account_(&account::get(name)),
+      : account_(&checked_account(name, tag, upstream)),
         upstream_(upstream),
         direct_new_delete_(upstream == std::pmr::new_delete_resource()),
         tag_(register_tag(tag)),
@@ -79,6 +79,11 @@ class tracking_resource final : public std::pmr::memory_resource {
   }
 
  private:
+  // Checks every argument before anything is registered (a refused resource
+  // leaves no account or tag behind), registers the tag, then returns the
+  // account. Throws std::invalid_argument for a null upstream or a bad name
+  // or tag, std::length_error when every tag is in use.
+  static account& checked_account(std::string_view name, std::string_view tag, std::pmr::memory_resource* upstream);
   // Larger than any object (PTRDIFF_MAX): refused with std::bad_alloc before
   // the upstream is asked (libstdc++'s aligned operator new wraps on sizes
   // near SIZE_MAX), the account untouched.

@@ -94,9 +94,11 @@ thread_local slot_table_owner slot_owner;
 }
 
 account& account::get(std::string_view name) {
-  detail::check_name(name, "arenastat::account");
+  check_name(name);
   return account_registry::get().find_or_create(name);
 }
+
+void account::check_name(std::string_view name) { detail::check_name(name, "arenastat::account"); }
 
 account::account(std::string name, std::uint32_t id)
     : name_(std::move(name)),

@@ -31,7 +31,7 @@ std::size_t find(const tag_registry& r, std::size_t n, std::string_view name) {
 
 }  // namespace
 
-tag_id register_tag(std::string_view name) {
+void check_tag_name(std::string_view name) {
   if (name.empty()) throw std::invalid_argument("arenastat: empty tag name");
   if (name.size() > max_tag_name)
     throw std::invalid_argument("arenastat: tag name " + detail::quoted(name) + " is longer than " +
@@ -41,6 +41,10 @@ tag_id register_tag(std::string_view name) {
   if (std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
     throw std::invalid_argument("arenastat: tag name " + detail::quoted(name) +
                                 " has a control byte (0x00-0x1f or 0x7f)");
+}
+
+tag_id register_tag(std::string_view name) {
+  check_tag_name(name);
   tag_registry& r = registry();
   std::size_t n = r.count.load(std::memory_order_acquire);
   if (std::size_t i = find(r, n, name); i < n) return static_cast<tag_id>(i);

@@ -141,6 +141,9 @@ class account {
   // Throws std::invalid_argument for an empty name or one longer than
   // max_name_bytes (table.hpp).
   static account& get(std::string_view name);
+  // Throws as get() would for a bad name, creating nothing (for resources
+  // that check every argument before they register anything).
+  static void check_name(std::string_view name);
 
   std::string_view name() const noexcept { return name_; }
   std::uint32_t id() const noexcept { return id_; }

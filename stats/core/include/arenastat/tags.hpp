@@ -18,6 +18,9 @@ inline constexpr std::size_t max_tag_name = 23;      // characters in a tag name
 // control byte (0x00-0x1f, 0x7f), and std::length_error once max_tags
 // distinct tags exist.
 tag_id register_tag(std::string_view name);
+// Throws std::invalid_argument as register_tag would for a bad name,
+// registering nothing (the length_error of a full registry is register_tag's).
+void check_tag_name(std::string_view name);
 
 // Name of a registered tag ("" for an id never registered).
 std::string_view tag_name(tag_id id) noexcept;
