@@ -8,10 +8,13 @@
 // Layout. Values are grouped in buckets; bucket b covers [2^(b+m) * S/2, 2^(b+m) * S)
 // (bucket 0 also covers [0, 2^m * S/2)) split in S/2 sub-buckets of equal width
 // 2^(b+m), where m = floor(log2(lowest)) and S = sub_bucket_count() is the smallest
-// power of two >= 2 * 10^significant_digits. So every value >= lowest is stored
-// with a relative error below 10^-significant_digits, and every value below
-// S * 2^m with an absolute error below 2^m. The counts array is sized once in
-// the constructor; record() only indexes it.
+// power of two >= 2 * 10^significant_digits. So every value below S * 2^m is
+// stored with an absolute error below 2^m (the unit: lowest is the smallest
+// value told apart), and every value >= S/2 * 2^m with a relative error below
+// 10^-significant_digits; with lowest = 1 that is every value. (With a larger
+// lowest, values between lowest and S/2 * 2^m keep fewer digits: at lowest =
+// 1000, 3 digits, the unit is 512 and 1100 shares [1024, 1535] with 1500.)
+// The counts array is sized once in the constructor; record() only indexes it.
 //
 // Values above `highest` are recorded as `highest` and counted in
 // clamped_count(). Percentiles are reported as the highest value equivalent to
