@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "arenastat/prometheus.hpp"
 #include "sample_entries.hpp"
+#include "text_escape.hpp"
 
 using namespace report_test;
 using namespace arenastat;
@@ -153,8 +155,182 @@ TEST_CASE("prometheus: label values are escaped and made valid UTF-8", "[prometh
   CHECK(escape_label_value("a\\b") == "a\\\\b");
   CHECK(escape_label_value("a\nb") == "a\\nb");
   CHECK(escape_label_value("caf\xc3\xa9") == "caf\xc3\xa9");
-  CHECK(escape_label_value("bad\xff") == "bad\xef\xbf\xbd");
-  CHECK(escape_label_value("cut\xe2\x82") == "cut\xef\xbf\xbd\xef\xbf\xbd");
+  // Each invalid byte is U+FFFD (EF BF BD) and its two lowercase hex digits.
+  CHECK(escape_label_value("bad\xff") == "bad\xef\xbf\xbd" "ff");
+  CHECK(escape_label_value("cut\xe2\x82") == "cut\xef\xbf\xbd" "e2\xef\xbf\xbd" "82");
+  CHECK(escape_label_value("q\"\xc0") == "q\\\"\xef\xbf\xbd" "c0");
+}
+
+TEST_CASE("prometheus: a well-formed name without U+FFFD is copied unchanged", "[prometheus]") {
+  for (const std::string name : {"compile/Foo::bar", "utf8-\xc3\xa9-\xe6\x97\xa5\xe6\x9c\xac", "emoji \xf0\x9f\x98\x80",
+                                 "ff", "\xef\xbf\xbc x"}) {  // U+FFFC, the neighbour of the mark
+    CHECK(escape_label_value(name) == name);
+  }
+}
+
+TEST_CASE("prometheus: a literal U+FFFD in a name is written twice", "[prometheus]") {
+  CHECK(escape_label_value("a\xef\xbf\xbd") == "a\xef\xbf\xbd\xef\xbf\xbd");
+  // A literal U+FFFD followed by "ff" is not the invalid byte 0xff.
+  CHECK(escape_label_value("bad\xef\xbf\xbd" "ff") == "bad\xef\xbf\xbd\xef\xbf\xbd" "ff");
+  CHECK(escape_label_value("bad\xef\xbf\xbd" "ff") != escape_label_value("bad\xff"));
+  // One invalid byte anywhere marks the whole value, literal U+FFFD included.
+  CHECK(escape_label_value("\xef\xbf\xbd\xff") == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "ff");
+}
+
+namespace {
+
+// The inverse of escape_label_value: the name a label value was written for.
+std::string decode_label_value(const std::string& v) {
+  const std::string mark = "\xef\xbf\xbd";
+  const bool marked = v.find(mark) != std::string::npos;
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    if (v[i] == '\\') {
+      const char c = v.at(i + 1);
+      out += c == 'n' ? '\n' : c;
+      i += 2;
+    } else if (marked && v.compare(i, 3, mark) == 0) {
+      if (v.compare(i + 3, 3, mark) == 0) {
+        out += mark;
+        i += 6;
+      } else {
+        out += static_cast<char>(std::stoi(v.substr(i + 3, 2), nullptr, 16));
+        i += 5;
+      }
+    } else {
+      out += v[i++];
+    }
+  }
+  return out;
+}
+
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = arenastat::detail::utf8_sequence(s.substr(i));
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("prometheus: the label escape is injective and decodes back to the name", "[prometheus]") {
+  const std::vector<std::string> names = {
+      "bad\xff", "bad\xfe", "bad\xef\xbf\xbd", "bad\xef\xbf\xbd" "ff", "bad\xef\xbf\xbd\xef\xbf\xbd", "bad",
+      "badff", "bad\xef\xbf\xbd\xff", "\xff\xfe", "\xe2\x82", "\xe2\x82\xac", "a\"\\\n\xff", "\xed\xa0\x80",
+      "\xc0\xaf", std::string("nu\0l", 4), ""};
+  std::set<std::string> written;
+  for (const std::string& name : names) {
+    const std::string v = escape_label_value(name);
+    CHECK(valid_utf8(v));
+    CHECK(decode_label_value(v) == name);
+    written.insert(v);
+  }
+  CHECK(written.size() == names.size());
+}
+namespace {
+
+// A sample line's series: its metric name and its labels, values unescaped.
+struct series {
+  std::string metric;
+  std::map<std::string, std::string> labels;
+  auto operator<=>(const series&) const = default;
+};
+
+// Parses "name{a="x",b="y"} value" (or "name value") as the exposition formats
+// define it; fails the test on anything else.
+series parse_series(const std::string& line) {
+  series s;
+  std::size_t i = line.find_first_of("{ ");
+  REQUIRE(i != std::string::npos);
+  s.metric = line.substr(0, i);
+  if (line[i] == '{') {
+    ++i;
+    while (line.at(i) != '}') {
+      const std::size_t eq = line.find("=\"", i);
+      REQUIRE(eq != std::string::npos);
+      const std::string name = line.substr(i, eq - i);
+      std::string value;
+      for (i = eq + 2; line.at(i) != '"'; ++i) {
+        if (line[i] == '\\') {
+          ++i;
+          value += line.at(i) == 'n' ? '\n' : line[i];
+        } else {
+          value += line[i];
+        }
+      }
+      REQUIRE(s.labels.emplace(name, value).second);  // a label name once per series
+      ++i;
+      if (line.at(i) == ',') ++i;
+    }
+    ++i;
+  }
+  REQUIRE(line.at(i) == ' ');
+  return s;
+}
+
+// Names that differ only in invalid bytes, as scopes, accounts and tags.
+std::vector<entry> names_differing_in_invalid_bytes() {
+  std::vector<entry> v = sample();
+  v.push_back(make_scope("bad\xff/1", 10, {{"t\xff", 4}, {"t\xfe", 6}}, 1, 0.5, "ok", 1));
+  v.push_back(make_scope("bad\xfe/2", 20, {{"node", 20}}, 2, 0.5, "ok", 1));
+  v.push_back(make_scope("bad\xef\xbf\xbd/3", 30, {{"node", 30}}, 3, 0.5, "ok", 1));
+  v.push_back(make_account("acct\xff", 1, 1, 1, 1, 0, {}));
+  v.push_back(make_account("acct\xfe", 2, 2, 2, 1, 0, {}));
+  v.back().live_by_tag = {{"t\xff", 1}, {"t\xfe", 1}};
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("prometheus: scopes, accounts and tags differing only in invalid bytes are distinct series",
+          "[prometheus]") {
+  const std::string text = exposition(1, metrics_format::text, names_differing_in_invalid_bytes());
+  const std::string mark = "\xef\xbf\xbd";
+  CHECK(samples_named(text, "arenastat_scope_runs_total") ==
+        // Groups in byte order of their names: bad\uFFFD (EF) < bad\xfe < bad\xff.
+        std::vector<std::string>{"arenastat_scope_runs_total{scope=\"bad" + mark + mark + "\"} 3",
+                                 "arenastat_scope_runs_total{scope=\"bad" + mark + "fe\"} 2",
+                                 "arenastat_scope_runs_total{scope=\"bad" + mark + "ff\"} 1",
+                                 "arenastat_scope_runs_total{scope=\"compile\"} 3",
+                                 "arenastat_scope_runs_total{scope=\"parse\"} 5"});
+  CHECK_THAT(text, Contains("\narenastat_scope_peak_tag_bytes{scope=\"bad" + mark + "ff\",tag=\"t" + mark +
+                            "ff\"} 4\narenastat_scope_peak_tag_bytes{scope=\"bad" + mark + "ff\",tag=\"t" + mark +
+                            "fe\"} 6\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_live_bytes{account=\"acct" + mark + "ff\"} 1\n"
+                            "arenastat_account_live_bytes{account=\"acct" + mark + "fe\"} 2\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_tag_live_bytes{account=\"acct" + mark + "fe\",tag=\"t" + mark +
+                            "ff\"} 1\narenastat_account_tag_live_bytes{account=\"acct" + mark + "fe\",tag=\"t" +
+                            mark + "fe\"} 1\n"));
+}
+
+TEST_CASE("prometheus: no two samples of an exposition share a metric name and label set", "[prometheus]") {
+  for (const metrics_format format : {metrics_format::text, metrics_format::openmetrics}) {
+    for (const unsigned depth : {1u, 2u}) {
+      const std::string text = exposition(depth, format, names_differing_in_invalid_bytes());
+      std::set<series> seen;
+      std::size_t samples = 0;
+      for (const std::string& l : lines_of(text)) {
+        if (l.empty() || l[0] == '#') continue;
+        ++samples;
+        CHECK(valid_utf8(l));
+        const series s = parse_series(l);
+        INFO(l);
+        CHECK(seen.insert(s).second);
+      }
+      CHECK(samples == sample_count(text));
+      // 3 process and 6 table series; 6 one-label series per scope group and
+      // one per tag of its largest peak: at depth 1 the groups bad\xff (2 tags),
+      // bad\xfe (1), bad\uFFFD (1), compile (Foo::bar's 2) and parse (1); at
+      // depth 2 the same but compile splits into Baz::qux (1) and Foo::bar (2).
+      // 4 accounts with 5 one-label series each; live tags: heap for three,
+      // t\xff and t\xfe for acct\xfe.
+      const std::size_t groups = depth == 1 ? 5 : 6;
+      const std::size_t scope_tags = depth == 1 ? 2 + 1 + 1 + 2 + 1 : 2 + 1 + 1 + 1 + 2 + 1;
+      CHECK(samples == 3 + 6 + groups * 6 + scope_tags + 4 * 5 + 3 + 2);
+    }
+  }
 }
 
 TEST_CASE("prometheus: an account with quotes in its name gets one escaped series", "[prometheus]") {

@@ -158,24 +158,58 @@ std::string scope_group(std::string_view name, unsigned depth) {
   return out;
 }
 
+namespace {
+
+constexpr std::string_view replacement_character = "\xef\xbf\xbd";  // U+FFFD
+
+// True when `value` must be marked to stay distinct: it has a byte outside
+// well-formed UTF-8 or a literal U+FFFD (the mark itself).
+bool needs_marking(std::string_view value) noexcept {
+  for (std::size_t i = 0; i < value.size();) {
+    const std::size_t n = detail::utf8_sequence(value.substr(i));
+    if (n == 0 || value.substr(i, n) == replacement_character) return true;
+    i += n;
+  }
+  return false;
+}
+
+// The three escapes of the exposition formats, for one ASCII byte.
+void append_label_byte(std::string& out, char c) {
+  if (c == '\\') out += "\\\\";
+  else if (c == '"') out += "\\\"";
+  else if (c == '\n') out += "\\n";
+  else out += c;
+}
+
+// An invalid byte as U+FFFD and its two lowercase hex digits.
+void append_marked_byte(std::string& out, unsigned char c) {
+  constexpr char digits[] = "0123456789abcdef";
+  out += replacement_character;
+  out += digits[c >> 4];
+  out += digits[c & 15];
+}
+
+}  // namespace
+
 std::string escape_label_value(std::string_view value) {
+  const bool marked = needs_marking(value);
   std::string out;
   out.reserve(value.size());
   for (std::size_t i = 0; i < value.size();) {
     const std::size_t n = detail::utf8_sequence(value.substr(i));
     if (n == 0) {
-      out += "\xef\xbf\xbd";  // U+FFFD
+      append_marked_byte(out, static_cast<unsigned char>(value[i]));
       ++i;
       continue;
     }
+    const std::string_view seq = value.substr(i, n);
     if (n == 1) {
-      const char c = value[i];
-      if (c == '\\') out += "\\\\";
-      else if (c == '"') out += "\\\"";
-      else if (c == '\n') out += "\\n";
-      else out += c;
+      append_label_byte(out, seq[0]);
+    } else if (marked && seq == replacement_character) {
+      out += replacement_character;  // a literal U+FFFD is written twice
+      out += replacement_character;
     } else {
-      out.append(value.substr(i, n));
+      out.append(seq);
     }
     i += n;
   }

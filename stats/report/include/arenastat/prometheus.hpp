@@ -58,10 +58,15 @@ unsigned metrics_depth_from_env() noexcept;
 // '/', joined by '/' ("compile//a/b", depth 2 -> "compile/a"; "" -> "").
 std::string scope_group(std::string_view name, unsigned depth);
 
-// A label value as the exposition formats want it: invalid UTF-8 bytes become
-// U+FFFD, then '\' -> "\\", '"' -> "\"", LF -> "\n". Exactly the format's
-// escapes, so not the report's escape_text (text for people; the other
-// escapers and why they differ: stats/core/src/text_escape.hpp).
+// A label value as the exposition formats want it: valid UTF-8, with
+// '\' -> "\\", '"' -> "\"", LF -> "\n" (exactly the formats' escapes, so not
+// the report's escape_text: text for people; the other escapers and why they
+// differ: stats/core/src/text_escape.hpp). Injective, so distinct names never
+// share a series: a name that is well-formed UTF-8 without U+FFFD is copied
+// as it is; any other name has each invalid byte written as U+FFFD and its two
+// lowercase hex digits ("bad\xff" -> "bad\uFFFDff") and each literal U+FFFD
+// as U+FFFD U+FFFD. Copied values hold no U+FFFD and marked ones do, and a
+// marked value decodes one way.
 std::string escape_label_value(std::string_view value);
 
 // The exposition of `entries` (pure: used by every entry point and the tests).
