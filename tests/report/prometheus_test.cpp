@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
@@ -471,6 +472,69 @@ TEST_CASE("prometheus: write_file_atomically replaces the file and leaves no tem
   ::closedir(d);
   CHECK(names == std::vector<std::string>{"m.prom"});
   std::remove(path.c_str());
+  ::rmdir(dir.c_str());
+}
+
+namespace {
+
+std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  while (const dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string contents_of(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("prometheus: a temporary left by a killed run with the same pid does not block the write",
+          "[prometheus]") {
+  // A run killed mid-write leaves .m.prom.tmp.<pid>.<n>; a later run with the
+  // same pid (PID 1 in a container) must still write. Plant the names the
+  // first 1,000 writes of this pid would have used with a per-process serial.
+  char dir_template[] = "/tmp/arenastat-prom-XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template, path = dir + "/m.prom";
+  std::vector<std::string> planted;
+  for (int n = 0; n < 1000; ++n) {
+    planted.push_back(".m.prom.tmp." + std::to_string(::getpid()) + "." + std::to_string(n));
+    std::ofstream(dir + "/" + planted.back()) << "stale";
+  }
+  REQUIRE_NOTHROW(write_file_atomically(path, "fresh\n"));
+  CHECK(contents_of(path) == "fresh\n");
+  std::vector<std::string> expected = planted;  // left alone: only the target is new
+  expected.push_back("m.prom");
+  std::sort(expected.begin(), expected.end());
+  CHECK(files_in(dir) == expected);
+  for (const std::string& n : files_in(dir)) std::remove((dir + "/" + n).c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("prometheus: write_file_atomically never follows a symlink at the temporary's name", "[prometheus]") {
+  // O_EXCL: a new name each time, and an existing name (file or link) is never opened.
+  char dir_template[] = "/tmp/arenastat-prom-XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template, path = dir + "/m.prom", victim = dir + "/victim";
+  std::ofstream(victim) << "keep";
+  for (int n = 0; n < 100; ++n) {
+    const std::string link = dir + "/.m.prom.tmp." + std::to_string(::getpid()) + "." + std::to_string(n);
+    REQUIRE(::symlink(victim.c_str(), link.c_str()) == 0);
+  }
+  write_file_atomically(path, "fresh\n");
+  CHECK(contents_of(victim) == "keep");
+  CHECK(contents_of(path) == "fresh\n");
+  for (const std::string& n : files_in(dir)) std::remove((dir + "/" + n).c_str());
   ::rmdir(dir.c_str());
 }
 

@@ -3,12 +3,14 @@
 #include "arenastat/prometheus.hpp"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <deque>
 #include <cstdlib>
 #include <map>
@@ -415,16 +417,60 @@ metrics_format metrics_format_for_accept(std::string_view accept) {
   return om_q > 0 && om_q >= text_q ? metrics_format::openmetrics : metrics_format::text;
 }
 
-void write_file_atomically(const std::string& path, std::string_view text) {
-  static std::atomic<unsigned> serial{0};
+namespace {
+
+// 64 bits for a temporary's name: getrandom(2), or when that fails the clock
+// mixed with a per-process serial (the name also holds the pid).
+std::uint64_t temporary_suffix() noexcept {
+  static std::atomic<std::uint64_t> serial{0};
+  std::uint64_t r = 0;
+  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof r)) return r;
+  const auto ns = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return ns ^ (serial.fetch_add(1, std::memory_order_relaxed) * 0x9e3779b97f4a7c15ULL);
+}
+
+std::string hex64(std::uint64_t v) {
+  constexpr char digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<std::size_t>(i)] = digits[v & 15];
+  return out;
+}
+
+struct temporary_file {
+  int fd;
+  std::string path;
+};
+
+// Creates a new file beside `path` (same directory, so rename(2) is atomic),
+// named .<name>.tmp.<pid>.<16 hex digits>: not ending in .prom, so the textfile
+// collector never reads it, and never one that exists (O_EXCL, no symlink
+// followed), so a temporary left by a killed run, even one with the same pid
+// (PID 1 in a container), cannot block the write. Not mkostemp(3): it creates
+// mode 0600, and the file is meant to be 0644 under the umask like any other.
+temporary_file create_temporary_beside(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  // Not ending in .prom: the textfile collector never reads a temporary.
-  const std::string temp = dir + "." + base + ".tmp." + std::to_string(::getpid()) + "." +
-                           std::to_string(serial.fetch_add(1, std::memory_order_relaxed));
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "metrics: cannot create " + temp);
+  const std::string prefix = dir + "." + base + ".tmp." + std::to_string(::getpid()) + ".";
+  constexpr int attempts = 8;  // a name taken 8 times in a row out of 2^64 is someone's doing
+  std::string temp;
+  for (int i = 0; i < attempts; ++i) {
+    temp = prefix + hex64(temporary_suffix());
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) return {fd, temp};
+    if (errno != EEXIST) throw std::system_error(errno, std::generic_category(), "metrics: cannot create " + temp);
+  }
+  throw std::system_error(EEXIST, std::generic_category(),
+                          "metrics: cannot create a temporary beside " + path + " (" + std::to_string(attempts) +
+                              " random names taken, the last " + temp + ")");
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, std::string_view text) {
+  const temporary_file t = create_temporary_beside(path);
+  const int fd = t.fd;
+  const std::string& temp = t.path;
   const auto fail = [&](int err, const std::string& what) {
     ::unlink(temp.c_str());
     throw std::system_error(err, std::generic_category(), what);

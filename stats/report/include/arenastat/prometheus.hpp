@@ -86,8 +86,11 @@ std::string_view metrics_content_type(metrics_format format) noexcept;
 metrics_format metrics_format_for_accept(std::string_view accept);
 
 // Writes `text` to `path` atomically, as node_exporter's textfile collector
-// needs: a temporary file in the same directory, then rename(2) over `path`.
-// Throws std::system_error naming the path on failure (the temporary is removed).
+// needs: a new temporary file in the same directory
+// (.<name>.tmp.<pid>.<16 random hex digits>, created with O_EXCL, so a
+// temporary left by a killed run never blocks a later one), then rename(2)
+// over `path`. Throws std::system_error naming the path on failure (the
+// temporary is removed).
 void write_file_atomically(const std::string& path, std::string_view text);
 
 // An ARENASTAT_DUMP_FORMAT value: "text" (or empty) -> false, "prometheus"
