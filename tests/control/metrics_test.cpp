@@ -5,10 +5,13 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <civetweb.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
 
+#include "arenastat/metrics_http.hpp"
 #include "harness.hpp"
 
 using namespace control_test;
@@ -168,8 +171,52 @@ TEST_CASE("metrics: a bad address gives one warning and the program runs on", "[
   target t(sockets.path(), {{"ARENASTAT_METRICS", "localhost:http"}});
   CHECK(t.command("ping") == "done");
   CHECK(t.stderr_text() ==
-        "arenastat: ARENASTAT_METRICS='localhost:http': bad address 'localhost:http': expected host:port with a "
-        "numeric host, e.g. 127.0.0.1:9464 or [::1]:9464; the metrics endpoint is off\n");
+        "arenastat: ARENASTAT_METRICS='localhost:http': bad address 'localhost:http': port 'http' is not a number "
+        "from 0 to 65535; the metrics endpoint is off\n");
+}
+
+TEST_CASE("metrics: an IPv4 host out of range gives one warning instead of listening elsewhere",
+          "[control][metrics][threads]") {
+  // civetweb's own reading wrapped 999 to 231 and listened on 231.1.1.1.
+  temp_dir sockets;
+  target t(sockets.path(), {{"ARENASTAT_METRICS", "999.1.1.1:0"}});
+  CHECK(t.command("ping") == "done");
+  CHECK(metrics_port_of(t, sockets) == 0);
+  CHECK(t.stderr_text() ==
+        "arenastat: ARENASTAT_METRICS='999.1.1.1:0': bad address '999.1.1.1:0': '999.1.1.1' is not an IPv4 address "
+        "(four numbers from 0 to 255, no leading zeros, separated by dots); the metrics endpoint is off\n");
+}
+
+TEST_CASE("metrics: start() reads an IPv4 host as inet_pton does, never wrapped", "[control][metrics]") {
+  const std::string four_numbers = "is not an IPv4 address (four numbers from 0 to 255, no leading zeros, separated by dots)";
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("383.0.0.1:0"),
+                    "bad address '383.0.0.1:0': '383.0.0.1' " + four_numbers);  // wrapped to 127.0.0.1
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("256.0.0.1:0"), "bad address '256.0.0.1:0': '256.0.0.1' " + four_numbers);
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("1.2.3:0"), "bad address '1.2.3:0': '1.2.3' " + four_numbers);
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("1.2.3.4.5:0"), "bad address '1.2.3.4.5:0': '1.2.3.4.5' " + four_numbers);
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("01.2.3.4:0"), "bad address '01.2.3.4:0': '01.2.3.4' " + four_numbers);
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("127.0.0.1:65536"),
+                    "bad address '127.0.0.1:65536': port '65536' is not a number from 0 to 65535");
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("127.0.0.1:"),
+                    "bad address '127.0.0.1:': port '' is not a number from 0 to 65535");
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("localhost:9464"),
+                    "bad address 'localhost:9464': expected host:port with a numeric IPv4 host, e.g. 127.0.0.1:9464");
+  CHECK_THROWS_WITH(arenastat::metrics_http::start(":9464"),
+                    "bad address ':9464': expected host:port with a numeric IPv4 host, e.g. 127.0.0.1:9464");
+  CHECK_FALSE(arenastat::metrics_http::running());
+}
+
+TEST_CASE("metrics: an IPv6 address says whether this build's civetweb has IPv6", "[control][metrics]") {
+  // Debian's civetweb is built without USE_IPV6: [::1]:9464 can never listen.
+  if (mg_check_feature(8) == 0) {
+    CHECK_THROWS_WITH(arenastat::metrics_http::start("[::1]:0"),
+                      "bad address '[::1]:0': IPv6 is not supported by this build's civetweb (mg_check_feature(8) "
+                      "is 0); use an IPv4 host, e.g. 127.0.0.1:9464");
+  } else {
+    CHECK_THROWS_WITH(arenastat::metrics_http::start("[1.2.3.4]:0"),
+                      "bad address '[1.2.3.4]:0': '[1.2.3.4]' is not an IPv6 address in brackets, e.g. [::1]:9464");
+  }
+  CHECK_FALSE(arenastat::metrics_http::running());
 }
 
 TEST_CASE("metrics: the dump signal writes arenastat.<pid>.prom with ARENASTAT_DUMP_FORMAT=prometheus",
