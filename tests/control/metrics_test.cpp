@@ -8,7 +8,9 @@
 #include <civetweb.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "arenastat/metrics_http.hpp"
@@ -219,12 +221,10 @@ TEST_CASE("metrics: an IPv6 address says whether this build's civetweb has IPv6"
   CHECK_FALSE(arenastat::metrics_http::running());
 }
 
-TEST_CASE("metrics: the dump signal writes arenastat.<pid>.prom with ARENASTAT_DUMP_FORMAT=prometheus",
-          "[control][metrics][threads]") {
-  temp_dir sockets, dumps;
-  target t(sockets.path(), {{"ARENASTAT_DUMP_SIGNAL", "USR1"},
-                            {"ARENASTAT_DUMP_FORMAT", "prometheus"},
-                            {"ARENASTAT_DUMP_DIR", dumps.path()}});
+namespace {
+
+// Sends SIGUSR1 to `t` and waits (10 s at most) for arenastat.<pid>.prom in `dumps`.
+std::string dump_prom(target& t, const temp_dir& dumps) {
   const std::string path = dumps.file("arenastat." + t.pid_text() + ".prom");
   ::kill(t.pid(), SIGUSR1);
   const auto until = std::chrono::steady_clock::now() + 10s;
@@ -233,9 +233,55 @@ TEST_CASE("metrics: the dump signal writes arenastat.<pid>.prom with ARENASTAT_D
     std::this_thread::sleep_for(10ms);
   }
   REQUIRE(exists(path));
+  return path;
+}
+
+std::string file_text(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
-  CHECK_THAT(s.str(), Contains("\n" + items_live));
+  return s.str();
+}
+
+// The sample lines' "name{labels}" parts (everything before the value).
+std::set<std::string> series_of(const std::string& text) {
+  std::set<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#') out.insert(line.substr(0, line.rfind(' ')));
+  }
+  return out;
+}
+
+env_map prometheus_dumps(const temp_dir& dumps) {
+  return {{"ARENASTAT_DUMP_SIGNAL", "USR1"}, {"ARENASTAT_DUMP_FORMAT", "prometheus"}, {"ARENASTAT_DUMP_DIR", dumps.path()}};
+}
+
+}  // namespace
+
+TEST_CASE("metrics: the dump signal writes arenastat.<pid>.prom with ARENASTAT_DUMP_FORMAT=prometheus",
+          "[control][metrics][threads]") {
+  temp_dir sockets, dumps;
+  target t(sockets.path(), prometheus_dumps(dumps));
+  const std::string path = dump_prom(t, dumps);
+  const std::string pid = "pid=\"" + t.pid_text() + "\"";
+  CHECK_THAT(file_text(path), Contains("\narenastat_account_live_bytes{" + pid + ",account=\"cache/items\"} 10000\n"));
+  CHECK_THAT(file_text(path), Contains("\narenastat_process_rss_bytes{" + pid + "} "));
   CHECK(mode_of(path) == 0644);
+}
+
+TEST_CASE("metrics: two processes' .prom dumps in one directory have disjoint series", "[control][metrics][threads]") {
+  // node_exporter's textfile collector refuses a directory where two files
+  // give one series ("collected before with the same name and label values").
+  temp_dir sockets, dumps;
+  target a(sockets.path(), prometheus_dumps(dumps));
+  target b(sockets.path(), prometheus_dumps(dumps));
+  const std::set<std::string> of_a = series_of(file_text(dump_prom(a, dumps)));
+  const std::set<std::string> of_b = series_of(file_text(dump_prom(b, dumps)));
+  REQUIRE_FALSE(of_a.empty());
+  CHECK(of_a.size() == of_b.size());
+  std::vector<std::string> both;
+  std::set_intersection(of_a.begin(), of_a.end(), of_b.begin(), of_b.end(), std::back_inserter(both));
+  CHECK(both.empty());
+  for (const std::string& s : of_a) CHECK_THAT(s, Contains("{pid=\"" + a.pid_text() + "\""));
 }

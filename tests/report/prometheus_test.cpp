@@ -334,6 +334,44 @@ TEST_CASE("prometheus: no two samples of an exposition share a metric name and l
   }
 }
 
+TEST_CASE("prometheus: a pid label goes first on every sample when asked for, never otherwise", "[prometheus]") {
+  const std::string text =
+      render_metrics(sample(), sample_process(), sample_table(), {.depth = 1, .pid_label = std::uint64_t{4242}});
+  CHECK_THAT(text, Contains("\narenastat_process_rss_bytes{pid=\"4242\"} 1048576\n"));
+  CHECK_THAT(text, Contains("\narenastat_table_entries{pid=\"4242\",kind=\"scope\"} 3\n"));
+  CHECK_THAT(text, Contains("\narenastat_scope_runs_total{pid=\"4242\",scope=\"compile\"} 3\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_tag_live_bytes{pid=\"4242\",account=\"cache/lru\",tag=\"heap\"} 2048\n"));
+  std::size_t samples = 0;
+  for (const std::string& l : lines_of(text)) {
+    if (l.empty() || l[0] == '#') continue;
+    ++samples;
+    CHECK(parse_series(l).labels.at("pid") == "4242");
+  }
+  CHECK(samples == sample_count(exposition()));
+  CHECK(exposition().find("pid=") == std::string::npos);  // /metrics and `arenastat <pid> metrics`
+  const std::string om = render_metrics(sample(), sample_process(), sample_table(),
+                                        {.format = metrics_format::openmetrics, .pid_label = std::uint64_t{7}});
+  CHECK_THAT(om, Contains("\narenastat_account_frees_total{pid=\"7\",account=\"cache/index\"} 1\n"));
+}
+
+TEST_CASE("prometheus: the files of two processes have disjoint label sets", "[prometheus]") {
+  // Same table, two pids: what node_exporter's textfile collector reads from
+  // arenastat.100.prom and arenastat.200.prom in one directory.
+  std::set<series> first, second;
+  for (const auto& [pid, set] : {std::pair{std::uint64_t{100}, &first}, std::pair{std::uint64_t{200}, &second}}) {
+    const std::string text =
+        render_metrics(sample(), sample_process(), sample_table(), {.depth = 1, .pid_label = pid});
+    for (const std::string& l : lines_of(text)) {
+      if (!l.empty() && l[0] != '#') CHECK(set->insert(parse_series(l)).second);
+    }
+  }
+  CHECK(first.size() == sample_count(exposition()));
+  CHECK(second.size() == first.size());
+  std::vector<series> both;
+  std::set_intersection(first.begin(), first.end(), second.begin(), second.end(), std::back_inserter(both));
+  CHECK(both.empty());
+}
+
 TEST_CASE("prometheus: an account with quotes in its name gets one escaped series", "[prometheus]") {
   std::vector<entry> v{make_account("say \"hi\"\\now", 7, 7, 7, 1, 0, {})};
   CHECK(samples_named(exposition(1, metrics_format::text, v), "arenastat_account_live_bytes") ==

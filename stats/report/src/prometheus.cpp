@@ -82,7 +82,23 @@ std::string escape_help(std::string_view help, bool openmetrics) {
   return out;
 }
 
-void render_family(std::string& out, const family& f, metrics_format format) {
+// A sample's labels with `first` ("" or a="x") put before its own.
+void append_labels(std::string& out, std::string_view first, std::string_view own) {
+  if (first.empty()) {
+    out += own;
+    return;
+  }
+  out += '{';
+  out += first;
+  if (!own.empty()) {
+    out += ',';
+    out += own.substr(1);  // own is {...}
+  } else {
+    out += '}';
+  }
+}
+
+void render_family(std::string& out, const family& f, metrics_format format, std::string_view first_label) {
   const bool om = format == metrics_format::openmetrics;
   const std::string_view type = f.type == family_type::counter ? "counter" : "gauge";
   std::string sample_name(f.name);
@@ -107,7 +123,7 @@ void render_family(std::string& out, const family& f, metrics_format format) {
   }
   for (const sample& s : f.samples) {
     out += sample_name;
-    out += s.labels;
+    append_labels(out, first_label, s.labels);
     out += ' ';
     out += s.value;
     out += '\n';
@@ -357,8 +373,9 @@ std::string render_metrics(const table_copy& c, const process_info& proc, const 
     frees.push_back({one, number(e.frees)});
   }
 
+  const std::string pid = options.pid_label ? label("pid", std::to_string(*options.pid_label)) : std::string();
   std::string out;
-  for (const family& f : fams) render_family(out, f, options.format);
+  for (const family& f : fams) render_family(out, f, options.format, pid);
   if (options.format == metrics_format::openmetrics) out += "# EOF\n";
   return out;
 }
@@ -503,7 +520,8 @@ std::string write_metrics_file(std::string_view path) {
     const std::string dir = dir_env != nullptr && *dir_env != '\0' ? std::string(dir_env) : std::string(".");
     target = detail::absolute_path(dir, "metrics") + "/arenastat." + std::to_string(::getpid()) + ".prom";
   }
-  write_file_atomically(target, metrics({.depth = metrics_depth_from_env()}));
+  write_file_atomically(target, metrics({.depth = metrics_depth_from_env(),
+                                         .pid_label = static_cast<std::uint64_t>(::getpid())}));
   return target;
 }
 

@@ -27,6 +27,11 @@ enum class metrics_format {
 struct metrics_options {
   unsigned depth = 1;  // parts of a scope name kept in its `scope` label (>= 1)
   metrics_format format = metrics_format::text;
+  // Set for files read by node_exporter's textfile collector: every sample
+  // then has pid="<n>" as its first label, so the files of several processes
+  // in one directory never give one series twice (on /metrics, Prometheus
+  // tells targets apart by their instance label).
+  std::optional<std::uint64_t> pid_label = std::nullopt;
 };
 
 // Figures about the table itself.
@@ -101,9 +106,10 @@ std::optional<bool> parse_dump_format(std::string_view value) noexcept;
 // (a bad value means text; the control hooks warn about it at start-up).
 bool prometheus_dump_from_env() noexcept;
 
-// Writes metrics() (text format, ARENASTAT_METRICS_DEPTH) atomically to `path`;
-// with an empty path to arenastat.<pid>.prom in $ARENASTAT_DUMP_DIR (default:
-// the working directory), replaced on every dump. Returns the absolute path.
+// Writes metrics() (text format, ARENASTAT_METRICS_DEPTH, every sample with
+// pid="<getpid()>") atomically to `path`; with an empty path to
+// arenastat.<pid>.prom in $ARENASTAT_DUMP_DIR (default: the working
+// directory), replaced on every dump. Returns the absolute path.
 std::string write_metrics_file(std::string_view path = {});
 
 }  // namespace arenastat
