@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "arenastat/prometheus.hpp"
+#include "arenastat/scope.hpp"
+#include "arenastat/table.hpp"
 #include "sample_entries.hpp"
 #include "text_escape.hpp"
 
@@ -579,4 +581,70 @@ TEST_CASE("prometheus: write_file_atomically never follows a symlink at the temp
 TEST_CASE("prometheus: write_file_atomically names a directory that does not exist", "[prometheus]") {
   CHECK_THROWS_WITH(write_file_atomically("/nonexistent-arenastat-dir/m.prom", "x"),
                     Contains("/nonexistent-arenastat-dir/.m.prom.tmp."));
+}
+
+namespace {
+
+// The value of the sample "<series> <value>" in `text`, -1 when there is none.
+double value_of(const std::string& text, const std::string& series) {
+  for (const std::string& l : lines_of(text)) {
+    if (l.starts_with(series + " ")) return std::stod(l.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+// The sum of every sample of `metric`.
+double sum_of(const std::string& text, const std::string& metric) {
+  double sum = 0;
+  for (const std::string& l : samples_named(text, metric)) sum += std::stod(l.substr(l.rfind(' ') + 1));
+  return sum;
+}
+
+// The cap that makes the table fold exactly `n` of its `size` scope entries
+// (it keeps max - max/8, docs/report.md).
+std::size_t cap_folding(std::size_t size, std::size_t n) {
+  std::size_t max = size;
+  while (max - max / 8 > size - n) --max;
+  REQUIRE(max - max / 8 == size - n);
+  return max;
+}
+
+}  // namespace
+
+TEST_CASE("prometheus: folding moves a name's runs to its overflow row's group (docs/metrics.md)",
+          "[prometheus][live]") {
+  // What docs/metrics.md, "Counters when the table folds", says: a folded
+  // entry's runs leave its own group for the group of its overflow row
+  // ("p/" -> "p", a name without '/' -> "(other)"). At depth 1 a group of
+  // names with '/' keeps its counters; at depth 2 "!fold/a" drops and "!fold"
+  // rises; a name without '/' drops to nothing; the sum over groups and
+  // arenastat_table_folded_entries_total only grow.
+  const std::size_t old_max = table_max();
+  set_table_max(0);
+  { scope s{"!a"}; }  // peak 0, one run, "!a" first in name order: the cheapest
+  for (int i = 0; i < 10; ++i) {
+    const std::string name = "!fold/a/" + std::to_string(i);
+    scope s{name};
+  }
+  const std::string d1 = metrics({.depth = 1}), d2 = metrics({.depth = 2});
+  CHECK(value_of(d1, "arenastat_scope_runs_total{scope=\"!a\"}") == 1);
+  CHECK(value_of(d1, "arenastat_scope_runs_total{scope=\"!fold\"}") == 10);
+  CHECK(value_of(d2, "arenastat_scope_runs_total{scope=\"!fold/a\"}") == 10);
+  CHECK(value_of(d2, "arenastat_scope_runs_total{scope=\"!fold\"}") == -1);
+  const double other_before = std::max(0.0, value_of(d1, "arenastat_scope_runs_total{scope=\"(other)\"}"));
+
+  // Fold the 5 cheapest: "!a", "!fold/a/0" ... "!fold/a/3" (peak 0, one run, name order).
+  set_table_max(cap_folding(scope_entry_count(), 5));
+  const std::string f1 = metrics({.depth = 1}), f2 = metrics({.depth = 2});
+  set_table_max(old_max);
+  CHECK(value_of(f1, "arenastat_scope_runs_total{scope=\"!a\"}") == -1);  // gone: its run is in "(other)"
+  CHECK(value_of(f1, "arenastat_scope_runs_total{scope=\"(other)\"}") == other_before + 1);
+  CHECK(value_of(f1, "arenastat_scope_runs_total{scope=\"!fold\"}") == 10);  // 6 kept + 4 in row "!fold/"
+  CHECK(value_of(f2, "arenastat_scope_runs_total{scope=\"!fold/a\"}") == 6);  // decreased: reads as a reset
+  CHECK(value_of(f2, "arenastat_scope_runs_total{scope=\"!fold\"}") == 4);
+  CHECK(value_of(f2, "arenastat_scope_names{scope=\"!fold\"}") == 4);
+  CHECK(sum_of(f1, "arenastat_scope_runs_total") == sum_of(d1, "arenastat_scope_runs_total"));
+  CHECK(sum_of(f2, "arenastat_scope_runs_total") == sum_of(d2, "arenastat_scope_runs_total"));
+  CHECK(value_of(f1, "arenastat_table_folded_entries_total") ==
+        value_of(d1, "arenastat_table_folded_entries_total") + 5);
 }
