@@ -5,10 +5,15 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <civetweb.h>
+
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "arenastat/metrics_http.hpp"
 #include "harness.hpp"
 
 using namespace control_test;
@@ -168,16 +173,58 @@ TEST_CASE("metrics: a bad address gives one warning and the program runs on", "[
   target t(sockets.path(), {{"ARENASTAT_METRICS", "localhost:http"}});
   CHECK(t.command("ping") == "done");
   CHECK(t.stderr_text() ==
-        "arenastat: ARENASTAT_METRICS='localhost:http': bad address 'localhost:http': expected host:port with a "
-        "numeric host, e.g. 127.0.0.1:9464 or [::1]:9464; the metrics endpoint is off\n");
+        "arenastat: ARENASTAT_METRICS='localhost:http': bad address 'localhost:http': port 'http' is not a number "
+        "from 0 to 65535; the metrics endpoint is off\n");
 }
 
-TEST_CASE("metrics: the dump signal writes arenastat.<pid>.prom with ARENASTAT_DUMP_FORMAT=prometheus",
+TEST_CASE("metrics: an IPv4 host out of range gives one warning instead of listening elsewhere",
           "[control][metrics][threads]") {
-  temp_dir sockets, dumps;
-  target t(sockets.path(), {{"ARENASTAT_DUMP_SIGNAL", "USR1"},
-                            {"ARENASTAT_DUMP_FORMAT", "prometheus"},
-                            {"ARENASTAT_DUMP_DIR", dumps.path()}});
+  // civetweb's own reading wrapped 999 to 231 and listened on 231.1.1.1.
+  temp_dir sockets;
+  target t(sockets.path(), {{"ARENASTAT_METRICS", "999.1.1.1:0"}});
+  CHECK(t.command("ping") == "done");
+  CHECK(metrics_port_of(t, sockets) == 0);
+  CHECK(t.stderr_text() ==
+        "arenastat: ARENASTAT_METRICS='999.1.1.1:0': bad address '999.1.1.1:0': '999.1.1.1' is not an IPv4 address "
+        "(four numbers from 0 to 255, no leading zeros, separated by dots); the metrics endpoint is off\n");
+}
+
+TEST_CASE("metrics: start() reads an IPv4 host as inet_pton does, never wrapped", "[control][metrics]") {
+  const std::string four_numbers = "is not an IPv4 address (four numbers from 0 to 255, no leading zeros, separated by dots)";
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("383.0.0.1:0"),
+                    "bad address '383.0.0.1:0': '383.0.0.1' " + four_numbers);  // wrapped to 127.0.0.1
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("256.0.0.1:0"), "bad address '256.0.0.1:0': '256.0.0.1' " + four_numbers);
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("1.2.3:0"), "bad address '1.2.3:0': '1.2.3' " + four_numbers);
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("1.2.3.4.5:0"), "bad address '1.2.3.4.5:0': '1.2.3.4.5' " + four_numbers);
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("01.2.3.4:0"), "bad address '01.2.3.4:0': '01.2.3.4' " + four_numbers);
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("127.0.0.1:65536"),
+                    "bad address '127.0.0.1:65536': port '65536' is not a number from 0 to 65535");
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("127.0.0.1:"),
+                    "bad address '127.0.0.1:': port '' is not a number from 0 to 65535");
+  CHECK_THROWS_WITH(arenastat::metrics_http::start("localhost:9464"),
+                    "bad address 'localhost:9464': expected host:port with a numeric IPv4 host, e.g. 127.0.0.1:9464");
+  CHECK_THROWS_WITH(arenastat::metrics_http::start(":9464"),
+                    "bad address ':9464': expected host:port with a numeric IPv4 host, e.g. 127.0.0.1:9464");
+  CHECK_FALSE(arenastat::metrics_http::running());
+}
+
+TEST_CASE("metrics: an IPv6 address says whether this build's civetweb has IPv6", "[control][metrics]") {
+  // Debian's civetweb is built without USE_IPV6: [::1]:9464 can never listen.
+  if (mg_check_feature(8) == 0) {
+    CHECK_THROWS_WITH(arenastat::metrics_http::start("[::1]:0"),
+                      "bad address '[::1]:0': IPv6 is not supported by this build's civetweb (mg_check_feature(8) "
+                      "is 0); use an IPv4 host, e.g. 127.0.0.1:9464");
+  } else {
+    CHECK_THROWS_WITH(arenastat::metrics_http::start("[1.2.3.4]:0"),
+                      "bad address '[1.2.3.4]:0': '[1.2.3.4]' is not an IPv6 address in brackets, e.g. [::1]:9464");
+  }
+  CHECK_FALSE(arenastat::metrics_http::running());
+}
+
+namespace {
+
+// Sends SIGUSR1 to `t` and waits (10 s at most) for arenastat.<pid>.prom in `dumps`.
+std::string dump_prom(target& t, const temp_dir& dumps) {
   const std::string path = dumps.file("arenastat." + t.pid_text() + ".prom");
   ::kill(t.pid(), SIGUSR1);
   const auto until = std::chrono::steady_clock::now() + 10s;
@@ -186,9 +233,55 @@ TEST_CASE("metrics: the dump signal writes arenastat.<pid>.prom with ARENASTAT_D
     std::this_thread::sleep_for(10ms);
   }
   REQUIRE(exists(path));
+  return path;
+}
+
+std::string file_text(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
-  CHECK_THAT(s.str(), Contains("\n" + items_live));
+  return s.str();
+}
+
+// The sample lines' "name{labels}" parts (everything before the value).
+std::set<std::string> series_of(const std::string& text) {
+  std::set<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#') out.insert(line.substr(0, line.rfind(' ')));
+  }
+  return out;
+}
+
+env_map prometheus_dumps(const temp_dir& dumps) {
+  return {{"ARENASTAT_DUMP_SIGNAL", "USR1"}, {"ARENASTAT_DUMP_FORMAT", "prometheus"}, {"ARENASTAT_DUMP_DIR", dumps.path()}};
+}
+
+}  // namespace
+
+TEST_CASE("metrics: the dump signal writes arenastat.<pid>.prom with ARENASTAT_DUMP_FORMAT=prometheus",
+          "[control][metrics][threads]") {
+  temp_dir sockets, dumps;
+  target t(sockets.path(), prometheus_dumps(dumps));
+  const std::string path = dump_prom(t, dumps);
+  const std::string pid = "pid=\"" + t.pid_text() + "\"";
+  CHECK_THAT(file_text(path), Contains("\narenastat_account_live_bytes{" + pid + ",account=\"cache/items\"} 10000\n"));
+  CHECK_THAT(file_text(path), Contains("\narenastat_process_rss_bytes{" + pid + "} "));
   CHECK(mode_of(path) == 0644);
+}
+
+TEST_CASE("metrics: two processes' .prom dumps in one directory have disjoint series", "[control][metrics][threads]") {
+  // node_exporter's textfile collector refuses a directory where two files
+  // give one series ("collected before with the same name and label values").
+  temp_dir sockets, dumps;
+  target a(sockets.path(), prometheus_dumps(dumps));
+  target b(sockets.path(), prometheus_dumps(dumps));
+  const std::set<std::string> of_a = series_of(file_text(dump_prom(a, dumps)));
+  const std::set<std::string> of_b = series_of(file_text(dump_prom(b, dumps)));
+  REQUIRE_FALSE(of_a.empty());
+  CHECK(of_a.size() == of_b.size());
+  std::vector<std::string> both;
+  std::set_intersection(of_a.begin(), of_a.end(), of_b.begin(), of_b.end(), std::back_inserter(both));
+  CHECK(both.empty());
+  for (const std::string& s : of_a) CHECK_THAT(s, Contains("{pid=\"" + a.pid_text() + "\""));
 }

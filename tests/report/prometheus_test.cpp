@@ -5,16 +5,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "arenastat/prometheus.hpp"
+#include "arenastat/scope.hpp"
+#include "arenastat/table.hpp"
 #include "sample_entries.hpp"
+#include "text_escape.hpp"
 
 using namespace report_test;
 using namespace arenastat;
@@ -153,8 +158,220 @@ TEST_CASE("prometheus: label values are escaped and made valid UTF-8", "[prometh
   CHECK(escape_label_value("a\\b") == "a\\\\b");
   CHECK(escape_label_value("a\nb") == "a\\nb");
   CHECK(escape_label_value("caf\xc3\xa9") == "caf\xc3\xa9");
-  CHECK(escape_label_value("bad\xff") == "bad\xef\xbf\xbd");
-  CHECK(escape_label_value("cut\xe2\x82") == "cut\xef\xbf\xbd\xef\xbf\xbd");
+  // Each invalid byte is U+FFFD (EF BF BD) and its two lowercase hex digits.
+  CHECK(escape_label_value("bad\xff") == "bad\xef\xbf\xbd" "ff");
+  CHECK(escape_label_value("cut\xe2\x82") == "cut\xef\xbf\xbd" "e2\xef\xbf\xbd" "82");
+  CHECK(escape_label_value("q\"\xc0") == "q\\\"\xef\xbf\xbd" "c0");
+}
+
+TEST_CASE("prometheus: a well-formed name without U+FFFD is copied unchanged", "[prometheus]") {
+  for (const std::string name : {"compile/Foo::bar", "utf8-\xc3\xa9-\xe6\x97\xa5\xe6\x9c\xac", "emoji \xf0\x9f\x98\x80",
+                                 "ff", "\xef\xbf\xbc x"}) {  // U+FFFC, the neighbour of the mark
+    CHECK(escape_label_value(name) == name);
+  }
+}
+
+TEST_CASE("prometheus: a literal U+FFFD in a name is written twice", "[prometheus]") {
+  CHECK(escape_label_value("a\xef\xbf\xbd") == "a\xef\xbf\xbd\xef\xbf\xbd");
+  // A literal U+FFFD followed by "ff" is not the invalid byte 0xff.
+  CHECK(escape_label_value("bad\xef\xbf\xbd" "ff") == "bad\xef\xbf\xbd\xef\xbf\xbd" "ff");
+  CHECK(escape_label_value("bad\xef\xbf\xbd" "ff") != escape_label_value("bad\xff"));
+  // One invalid byte anywhere marks the whole value, literal U+FFFD included.
+  CHECK(escape_label_value("\xef\xbf\xbd\xff") == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "ff");
+}
+
+namespace {
+
+// The inverse of escape_label_value: the name a label value was written for.
+std::string decode_label_value(const std::string& v) {
+  const std::string mark = "\xef\xbf\xbd";
+  const bool marked = v.find(mark) != std::string::npos;
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    if (v[i] == '\\') {
+      const char c = v.at(i + 1);
+      out += c == 'n' ? '\n' : c;
+      i += 2;
+    } else if (marked && v.compare(i, 3, mark) == 0) {
+      if (v.compare(i + 3, 3, mark) == 0) {
+        out += mark;
+        i += 6;
+      } else {
+        out += static_cast<char>(std::stoi(v.substr(i + 3, 2), nullptr, 16));
+        i += 5;
+      }
+    } else {
+      out += v[i++];
+    }
+  }
+  return out;
+}
+
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = arenastat::detail::utf8_sequence(s.substr(i));
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("prometheus: the label escape is injective and decodes back to the name", "[prometheus]") {
+  const std::vector<std::string> names = {
+      "bad\xff", "bad\xfe", "bad\xef\xbf\xbd", "bad\xef\xbf\xbd" "ff", "bad\xef\xbf\xbd\xef\xbf\xbd", "bad",
+      "badff", "bad\xef\xbf\xbd\xff", "\xff\xfe", "\xe2\x82", "\xe2\x82\xac", "a\"\\\n\xff", "\xed\xa0\x80",
+      "\xc0\xaf", std::string("nu\0l", 4), ""};
+  std::set<std::string> written;
+  for (const std::string& name : names) {
+    const std::string v = escape_label_value(name);
+    CHECK(valid_utf8(v));
+    CHECK(decode_label_value(v) == name);
+    written.insert(v);
+  }
+  CHECK(written.size() == names.size());
+}
+namespace {
+
+// A sample line's series: its metric name and its labels, values unescaped.
+struct series {
+  std::string metric;
+  std::map<std::string, std::string> labels;
+  auto operator<=>(const series&) const = default;
+};
+
+// Parses "name{a="x",b="y"} value" (or "name value") as the exposition formats
+// define it; fails the test on anything else.
+series parse_series(const std::string& line) {
+  series s;
+  std::size_t i = line.find_first_of("{ ");
+  REQUIRE(i != std::string::npos);
+  s.metric = line.substr(0, i);
+  if (line[i] == '{') {
+    ++i;
+    while (line.at(i) != '}') {
+      const std::size_t eq = line.find("=\"", i);
+      REQUIRE(eq != std::string::npos);
+      const std::string name = line.substr(i, eq - i);
+      std::string value;
+      for (i = eq + 2; line.at(i) != '"'; ++i) {
+        if (line[i] == '\\') {
+          ++i;
+          value += line.at(i) == 'n' ? '\n' : line[i];
+        } else {
+          value += line[i];
+        }
+      }
+      REQUIRE(s.labels.emplace(name, value).second);  // a label name once per series
+      ++i;
+      if (line.at(i) == ',') ++i;
+    }
+    ++i;
+  }
+  REQUIRE(line.at(i) == ' ');
+  return s;
+}
+
+// Names that differ only in invalid bytes, as scopes, accounts and tags.
+std::vector<entry> names_differing_in_invalid_bytes() {
+  std::vector<entry> v = sample();
+  v.push_back(make_scope("bad\xff/1", 10, {{"t\xff", 4}, {"t\xfe", 6}}, 1, 0.5, "ok", 1));
+  v.push_back(make_scope("bad\xfe/2", 20, {{"node", 20}}, 2, 0.5, "ok", 1));
+  v.push_back(make_scope("bad\xef\xbf\xbd/3", 30, {{"node", 30}}, 3, 0.5, "ok", 1));
+  v.push_back(make_account("acct\xff", 1, 1, 1, 1, 0, {}));
+  v.push_back(make_account("acct\xfe", 2, 2, 2, 1, 0, {}));
+  v.back().live_by_tag = {{"t\xff", 1}, {"t\xfe", 1}};
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("prometheus: scopes, accounts and tags differing only in invalid bytes are distinct series",
+          "[prometheus]") {
+  const std::string text = exposition(1, metrics_format::text, names_differing_in_invalid_bytes());
+  const std::string mark = "\xef\xbf\xbd";
+  CHECK(samples_named(text, "arenastat_scope_runs_total") ==
+        // Groups in byte order of their names: bad\uFFFD (EF) < bad\xfe < bad\xff.
+        std::vector<std::string>{"arenastat_scope_runs_total{scope=\"bad" + mark + mark + "\"} 3",
+                                 "arenastat_scope_runs_total{scope=\"bad" + mark + "fe\"} 2",
+                                 "arenastat_scope_runs_total{scope=\"bad" + mark + "ff\"} 1",
+                                 "arenastat_scope_runs_total{scope=\"compile\"} 3",
+                                 "arenastat_scope_runs_total{scope=\"parse\"} 5"});
+  CHECK_THAT(text, Contains("\narenastat_scope_peak_tag_bytes{scope=\"bad" + mark + "ff\",tag=\"t" + mark +
+                            "ff\"} 4\narenastat_scope_peak_tag_bytes{scope=\"bad" + mark + "ff\",tag=\"t" + mark +
+                            "fe\"} 6\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_live_bytes{account=\"acct" + mark + "ff\"} 1\n"
+                            "arenastat_account_live_bytes{account=\"acct" + mark + "fe\"} 2\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_tag_live_bytes{account=\"acct" + mark + "fe\",tag=\"t" + mark +
+                            "ff\"} 1\narenastat_account_tag_live_bytes{account=\"acct" + mark + "fe\",tag=\"t" +
+                            mark + "fe\"} 1\n"));
+}
+
+TEST_CASE("prometheus: no two samples of an exposition share a metric name and label set", "[prometheus]") {
+  for (const metrics_format format : {metrics_format::text, metrics_format::openmetrics}) {
+    for (const unsigned depth : {1u, 2u}) {
+      const std::string text = exposition(depth, format, names_differing_in_invalid_bytes());
+      std::set<series> seen;
+      std::size_t samples = 0;
+      for (const std::string& l : lines_of(text)) {
+        if (l.empty() || l[0] == '#') continue;
+        ++samples;
+        CHECK(valid_utf8(l));
+        const series s = parse_series(l);
+        INFO(l);
+        CHECK(seen.insert(s).second);
+      }
+      CHECK(samples == sample_count(text));
+      // 3 process and 6 table series; 6 one-label series per scope group and
+      // one per tag of its largest peak: at depth 1 the groups bad\xff (2 tags),
+      // bad\xfe (1), bad\uFFFD (1), compile (Foo::bar's 2) and parse (1); at
+      // depth 2 the same but compile splits into Baz::qux (1) and Foo::bar (2).
+      // 4 accounts with 5 one-label series each; live tags: heap for three,
+      // t\xff and t\xfe for acct\xfe.
+      const std::size_t groups = depth == 1 ? 5 : 6;
+      const std::size_t scope_tags = depth == 1 ? 2 + 1 + 1 + 2 + 1 : 2 + 1 + 1 + 1 + 2 + 1;
+      CHECK(samples == 3 + 6 + groups * 6 + scope_tags + 4 * 5 + 3 + 2);
+    }
+  }
+}
+
+TEST_CASE("prometheus: a pid label goes first on every sample when asked for, never otherwise", "[prometheus]") {
+  const std::string text =
+      render_metrics(sample(), sample_process(), sample_table(), {.depth = 1, .pid_label = std::uint64_t{4242}});
+  CHECK_THAT(text, Contains("\narenastat_process_rss_bytes{pid=\"4242\"} 1048576\n"));
+  CHECK_THAT(text, Contains("\narenastat_table_entries{pid=\"4242\",kind=\"scope\"} 3\n"));
+  CHECK_THAT(text, Contains("\narenastat_scope_runs_total{pid=\"4242\",scope=\"compile\"} 3\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_tag_live_bytes{pid=\"4242\",account=\"cache/lru\",tag=\"heap\"} 2048\n"));
+  std::size_t samples = 0;
+  for (const std::string& l : lines_of(text)) {
+    if (l.empty() || l[0] == '#') continue;
+    ++samples;
+    CHECK(parse_series(l).labels.at("pid") == "4242");
+  }
+  CHECK(samples == sample_count(exposition()));
+  CHECK(exposition().find("pid=") == std::string::npos);  // /metrics and `arenastat <pid> metrics`
+  const std::string om = render_metrics(sample(), sample_process(), sample_table(),
+                                        {.format = metrics_format::openmetrics, .pid_label = std::uint64_t{7}});
+  CHECK_THAT(om, Contains("\narenastat_account_frees_total{pid=\"7\",account=\"cache/index\"} 1\n"));
+}
+
+TEST_CASE("prometheus: the files of two processes have disjoint label sets", "[prometheus]") {
+  // Same table, two pids: what node_exporter's textfile collector reads from
+  // arenastat.100.prom and arenastat.200.prom in one directory.
+  std::set<series> first, second;
+  for (const auto& [pid, set] : {std::pair{std::uint64_t{100}, &first}, std::pair{std::uint64_t{200}, &second}}) {
+    const std::string text =
+        render_metrics(sample(), sample_process(), sample_table(), {.depth = 1, .pid_label = pid});
+    for (const std::string& l : lines_of(text)) {
+      if (!l.empty() && l[0] != '#') CHECK(set->insert(parse_series(l)).second);
+    }
+  }
+  CHECK(first.size() == sample_count(exposition()));
+  CHECK(second.size() == first.size());
+  std::vector<series> both;
+  std::set_intersection(first.begin(), first.end(), second.begin(), second.end(), std::back_inserter(both));
+  CHECK(both.empty());
 }
 
 TEST_CASE("prometheus: an account with quotes in its name gets one escaped series", "[prometheus]") {
@@ -298,7 +515,136 @@ TEST_CASE("prometheus: write_file_atomically replaces the file and leaves no tem
   ::rmdir(dir.c_str());
 }
 
+namespace {
+
+std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  while (const dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string contents_of(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("prometheus: a temporary left by a killed run with the same pid does not block the write",
+          "[prometheus]") {
+  // A run killed mid-write leaves .m.prom.tmp.<pid>.<n>; a later run with the
+  // same pid (PID 1 in a container) must still write. Plant the names the
+  // first 1,000 writes of this pid would have used with a per-process serial.
+  char dir_template[] = "/tmp/arenastat-prom-XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template, path = dir + "/m.prom";
+  std::vector<std::string> planted;
+  for (int n = 0; n < 1000; ++n) {
+    planted.push_back(".m.prom.tmp." + std::to_string(::getpid()) + "." + std::to_string(n));
+    std::ofstream(dir + "/" + planted.back()) << "stale";
+  }
+  REQUIRE_NOTHROW(write_file_atomically(path, "fresh\n"));
+  CHECK(contents_of(path) == "fresh\n");
+  std::vector<std::string> expected = planted;  // left alone: only the target is new
+  expected.push_back("m.prom");
+  std::sort(expected.begin(), expected.end());
+  CHECK(files_in(dir) == expected);
+  for (const std::string& n : files_in(dir)) std::remove((dir + "/" + n).c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("prometheus: write_file_atomically never follows a symlink at the temporary's name", "[prometheus]") {
+  // O_EXCL: a new name each time, and an existing name (file or link) is never opened.
+  char dir_template[] = "/tmp/arenastat-prom-XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template, path = dir + "/m.prom", victim = dir + "/victim";
+  std::ofstream(victim) << "keep";
+  for (int n = 0; n < 100; ++n) {
+    const std::string link = dir + "/.m.prom.tmp." + std::to_string(::getpid()) + "." + std::to_string(n);
+    REQUIRE(::symlink(victim.c_str(), link.c_str()) == 0);
+  }
+  write_file_atomically(path, "fresh\n");
+  CHECK(contents_of(victim) == "keep");
+  CHECK(contents_of(path) == "fresh\n");
+  for (const std::string& n : files_in(dir)) std::remove((dir + "/" + n).c_str());
+  ::rmdir(dir.c_str());
+}
+
 TEST_CASE("prometheus: write_file_atomically names a directory that does not exist", "[prometheus]") {
   CHECK_THROWS_WITH(write_file_atomically("/nonexistent-arenastat-dir/m.prom", "x"),
                     Contains("/nonexistent-arenastat-dir/.m.prom.tmp."));
+}
+
+namespace {
+
+// The value of the sample "<series> <value>" in `text`, -1 when there is none.
+double value_of(const std::string& text, const std::string& series) {
+  for (const std::string& l : lines_of(text)) {
+    if (l.starts_with(series + " ")) return std::stod(l.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+// The sum of every sample of `metric`.
+double sum_of(const std::string& text, const std::string& metric) {
+  double sum = 0;
+  for (const std::string& l : samples_named(text, metric)) sum += std::stod(l.substr(l.rfind(' ') + 1));
+  return sum;
+}
+
+// The cap that makes the table fold exactly `n` of its `size` scope entries
+// (it keeps max - max/8, docs/report.md).
+std::size_t cap_folding(std::size_t size, std::size_t n) {
+  std::size_t max = size;
+  while (max - max / 8 > size - n) --max;
+  REQUIRE(max - max / 8 == size - n);
+  return max;
+}
+
+}  // namespace
+
+TEST_CASE("prometheus: folding moves a name's runs to its overflow row's group (docs/metrics.md)",
+          "[prometheus][live]") {
+  // What docs/metrics.md, "Counters when the table folds", says: a folded
+  // entry's runs leave its own group for the group of its overflow row
+  // ("p/" -> "p", a name without '/' -> "(other)"). At depth 1 a group of
+  // names with '/' keeps its counters; at depth 2 "!fold/a" drops and "!fold"
+  // rises; a name without '/' drops to nothing; the sum over groups and
+  // arenastat_table_folded_entries_total only grow.
+  const std::size_t old_max = table_max();
+  set_table_max(0);
+  { scope s{"!a"}; }  // peak 0, one run, "!a" first in name order: the cheapest
+  for (int i = 0; i < 10; ++i) {
+    const std::string name = "!fold/a/" + std::to_string(i);
+    scope s{name};
+  }
+  const std::string d1 = metrics({.depth = 1}), d2 = metrics({.depth = 2});
+  CHECK(value_of(d1, "arenastat_scope_runs_total{scope=\"!a\"}") == 1);
+  CHECK(value_of(d1, "arenastat_scope_runs_total{scope=\"!fold\"}") == 10);
+  CHECK(value_of(d2, "arenastat_scope_runs_total{scope=\"!fold/a\"}") == 10);
+  CHECK(value_of(d2, "arenastat_scope_runs_total{scope=\"!fold\"}") == -1);
+  const double other_before = std::max(0.0, value_of(d1, "arenastat_scope_runs_total{scope=\"(other)\"}"));
+
+  // Fold the 5 cheapest: "!a", "!fold/a/0" ... "!fold/a/3" (peak 0, one run, name order).
+  set_table_max(cap_folding(scope_entry_count(), 5));
+  const std::string f1 = metrics({.depth = 1}), f2 = metrics({.depth = 2});
+  set_table_max(old_max);
+  CHECK(value_of(f1, "arenastat_scope_runs_total{scope=\"!a\"}") == -1);  // gone: its run is in "(other)"
+  CHECK(value_of(f1, "arenastat_scope_runs_total{scope=\"(other)\"}") == other_before + 1);
+  CHECK(value_of(f1, "arenastat_scope_runs_total{scope=\"!fold\"}") == 10);  // 6 kept + 4 in row "!fold/"
+  CHECK(value_of(f2, "arenastat_scope_runs_total{scope=\"!fold/a\"}") == 6);  // decreased: reads as a reset
+  CHECK(value_of(f2, "arenastat_scope_runs_total{scope=\"!fold\"}") == 4);
+  CHECK(value_of(f2, "arenastat_scope_names{scope=\"!fold\"}") == 4);
+  CHECK(sum_of(f1, "arenastat_scope_runs_total") == sum_of(d1, "arenastat_scope_runs_total"));
+  CHECK(sum_of(f2, "arenastat_scope_runs_total") == sum_of(d2, "arenastat_scope_runs_total"));
+  CHECK(value_of(f1, "arenastat_table_folded_entries_total") ==
+        value_of(d1, "arenastat_table_folded_entries_total") + 5);
 }

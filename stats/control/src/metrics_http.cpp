@@ -10,6 +10,8 @@
 // registered: one renderer, no copy of the table into MetricFamily objects.
 #include "arenastat/metrics_http.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <CivetServer.h>
@@ -104,18 +106,41 @@ int on_log(const mg_connection*, const char* message) {
   return 1;
 }
 
-bool valid_address(std::string_view a) {
+// civetweb's feature bit for IPv6 (civetweb.h, mg_check_feature: USE_IPV6).
+constexpr unsigned civetweb_ipv6_feature = 8;
+
+constexpr std::string_view address_example = "127.0.0.1:9464";
+
+// Why `a` cannot be a listening address, or "" when it can: "host:port" with
+// a port of 1 to 5 digits up to 65535 and a host civetweb reads as it is
+// written (inet_pton: four numbers from 0 to 255; civetweb's own reading wraps
+// 999.1.1.1 to 231.1.1.1), or "[IPv6]" when this build of civetweb has IPv6.
+std::string address_problem(std::string_view a) {
+  const std::string expected = "expected host:port with a numeric IPv4 host, e.g. " + std::string(address_example);
   const std::size_t colon = a.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == a.size() || a.size() - colon - 1 > 5) return false;
-  for (char c : a.substr(colon + 1)) {
-    if (c < '0' || c > '9') return false;
+  if (colon == std::string_view::npos || colon == 0) return expected;
+  const std::string_view port = a.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos ||
+      std::stoul(std::string(port)) > 65535) {
+    return "port '" + std::string(port) + "' is not a number from 0 to 65535";
   }
-  const std::string_view host = a.substr(0, colon);
-  if (host.front() == '[') return host.back() == ']' && host.size() > 2;
-  for (char c : host) {
-    if (!((c >= '0' && c <= '9') || c == '.')) return false;
+  const std::string host(a.substr(0, colon));
+  if (host.front() == '[') {
+    if (mg_check_feature(civetweb_ipv6_feature) == 0) {
+      return "IPv6 is not supported by this build's civetweb (mg_check_feature(8) is 0); use an IPv4 host, e.g. " +
+             std::string(address_example);
+    }
+    in6_addr v6{};
+    if (host.size() < 3 || host.back() != ']' || ::inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &v6) != 1)
+      return "'" + host + "' is not an IPv6 address in brackets, e.g. [::1]:9464";
+    return {};
   }
-  return true;
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) != 1) {
+    if (host.find_first_not_of("0123456789.") != std::string::npos) return expected;
+    return "'" + host + "' is not an IPv4 address (four numbers from 0 to 255, no leading zeros, separated by dots)";
+  }
+  return {};
 }
 
 }  // namespace
@@ -124,9 +149,8 @@ int start(const std::string& address, unsigned depth) {
   server_state& s = state();
   std::lock_guard lock(s.mutex);
   if (s.exposer) return served_port.load();
-  if (!valid_address(address)) {
-    throw std::runtime_error("bad address '" + address +
-                             "': expected host:port with a numeric host, e.g. 127.0.0.1:9464 or [::1]:9464");
+  if (const std::string problem = address_problem(address); !problem.empty()) {
+    throw std::runtime_error("bad address '" + address + "': " + problem);
   }
   served_depth.store(depth == 0 ? 1 : depth);
   static CivetCallbacks callbacks;  // eternal: civetweb keeps a copy, but keep ours alive too

@@ -3,12 +3,14 @@
 #include "arenastat/prometheus.hpp"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <deque>
 #include <cstdlib>
 #include <map>
@@ -80,7 +82,23 @@ std::string escape_help(std::string_view help, bool openmetrics) {
   return out;
 }
 
-void render_family(std::string& out, const family& f, metrics_format format) {
+// A sample's labels with `first` ("" or a="x") put before its own.
+void append_labels(std::string& out, std::string_view first, std::string_view own) {
+  if (first.empty()) {
+    out += own;
+    return;
+  }
+  out += '{';
+  out += first;
+  if (!own.empty()) {
+    out += ',';
+    out += own.substr(1);  // own is {...}
+  } else {
+    out += '}';
+  }
+}
+
+void render_family(std::string& out, const family& f, metrics_format format, std::string_view first_label) {
   const bool om = format == metrics_format::openmetrics;
   const std::string_view type = f.type == family_type::counter ? "counter" : "gauge";
   std::string sample_name(f.name);
@@ -105,7 +123,7 @@ void render_family(std::string& out, const family& f, metrics_format format) {
   }
   for (const sample& s : f.samples) {
     out += sample_name;
-    out += s.labels;
+    append_labels(out, first_label, s.labels);
     out += ' ';
     out += s.value;
     out += '\n';
@@ -158,24 +176,58 @@ std::string scope_group(std::string_view name, unsigned depth) {
   return out;
 }
 
+namespace {
+
+constexpr std::string_view replacement_character = "\xef\xbf\xbd";  // U+FFFD
+
+// True when `value` must be marked to stay distinct: it has a byte outside
+// well-formed UTF-8 or a literal U+FFFD (the mark itself).
+bool needs_marking(std::string_view value) noexcept {
+  for (std::size_t i = 0; i < value.size();) {
+    const std::size_t n = detail::utf8_sequence(value.substr(i));
+    if (n == 0 || value.substr(i, n) == replacement_character) return true;
+    i += n;
+  }
+  return false;
+}
+
+// The three escapes of the exposition formats, for one ASCII byte.
+void append_label_byte(std::string& out, char c) {
+  if (c == '\\') out += "\\\\";
+  else if (c == '"') out += "\\\"";
+  else if (c == '\n') out += "\\n";
+  else out += c;
+}
+
+// An invalid byte as U+FFFD and its two lowercase hex digits.
+void append_marked_byte(std::string& out, unsigned char c) {
+  constexpr char digits[] = "0123456789abcdef";
+  out += replacement_character;
+  out += digits[c >> 4];
+  out += digits[c & 15];
+}
+
+}  // namespace
+
 std::string escape_label_value(std::string_view value) {
+  const bool marked = needs_marking(value);
   std::string out;
   out.reserve(value.size());
   for (std::size_t i = 0; i < value.size();) {
     const std::size_t n = detail::utf8_sequence(value.substr(i));
     if (n == 0) {
-      out += "\xef\xbf\xbd";  // U+FFFD
+      append_marked_byte(out, static_cast<unsigned char>(value[i]));
       ++i;
       continue;
     }
+    const std::string_view seq = value.substr(i, n);
     if (n == 1) {
-      const char c = value[i];
-      if (c == '\\') out += "\\\\";
-      else if (c == '"') out += "\\\"";
-      else if (c == '\n') out += "\\n";
-      else out += c;
+      append_label_byte(out, seq[0]);
+    } else if (marked && seq == replacement_character) {
+      out += replacement_character;  // a literal U+FFFD is written twice
+      out += replacement_character;
     } else {
-      out.append(value.substr(i, n));
+      out.append(seq);
     }
     i += n;
   }
@@ -321,8 +373,9 @@ std::string render_metrics(const table_copy& c, const process_info& proc, const 
     frees.push_back({one, number(e.frees)});
   }
 
+  const std::string pid = options.pid_label ? label("pid", std::to_string(*options.pid_label)) : std::string();
   std::string out;
-  for (const family& f : fams) render_family(out, f, options.format);
+  for (const family& f : fams) render_family(out, f, options.format, pid);
   if (options.format == metrics_format::openmetrics) out += "# EOF\n";
   return out;
 }
@@ -381,16 +434,60 @@ metrics_format metrics_format_for_accept(std::string_view accept) {
   return om_q > 0 && om_q >= text_q ? metrics_format::openmetrics : metrics_format::text;
 }
 
-void write_file_atomically(const std::string& path, std::string_view text) {
-  static std::atomic<unsigned> serial{0};
+namespace {
+
+// 64 bits for a temporary's name: getrandom(2), or when that fails the clock
+// mixed with a per-process serial (the name also holds the pid).
+std::uint64_t temporary_suffix() noexcept {
+  static std::atomic<std::uint64_t> serial{0};
+  std::uint64_t r = 0;
+  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof r)) return r;
+  const auto ns = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return ns ^ (serial.fetch_add(1, std::memory_order_relaxed) * 0x9e3779b97f4a7c15ULL);
+}
+
+std::string hex64(std::uint64_t v) {
+  constexpr char digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<std::size_t>(i)] = digits[v & 15];
+  return out;
+}
+
+struct temporary_file {
+  int fd;
+  std::string path;
+};
+
+// Creates a new file beside `path` (same directory, so rename(2) is atomic),
+// named .<name>.tmp.<pid>.<16 hex digits>: not ending in .prom, so the textfile
+// collector never reads it, and never one that exists (O_EXCL, no symlink
+// followed), so a temporary left by a killed run, even one with the same pid
+// (PID 1 in a container), cannot block the write. Not mkostemp(3): it creates
+// mode 0600, and the file is meant to be 0644 under the umask like any other.
+temporary_file create_temporary_beside(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  // Not ending in .prom: the textfile collector never reads a temporary.
-  const std::string temp = dir + "." + base + ".tmp." + std::to_string(::getpid()) + "." +
-                           std::to_string(serial.fetch_add(1, std::memory_order_relaxed));
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "metrics: cannot create " + temp);
+  const std::string prefix = dir + "." + base + ".tmp." + std::to_string(::getpid()) + ".";
+  constexpr int attempts = 8;  // a name taken 8 times in a row out of 2^64 is someone's doing
+  std::string temp;
+  for (int i = 0; i < attempts; ++i) {
+    temp = prefix + hex64(temporary_suffix());
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) return {fd, temp};
+    if (errno != EEXIST) throw std::system_error(errno, std::generic_category(), "metrics: cannot create " + temp);
+  }
+  throw std::system_error(EEXIST, std::generic_category(),
+                          "metrics: cannot create a temporary beside " + path + " (" + std::to_string(attempts) +
+                              " random names taken, the last " + temp + ")");
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, std::string_view text) {
+  const temporary_file t = create_temporary_beside(path);
+  const int fd = t.fd;
+  const std::string& temp = t.path;
   const auto fail = [&](int err, const std::string& what) {
     ::unlink(temp.c_str());
     throw std::system_error(err, std::generic_category(), what);
@@ -423,7 +520,8 @@ std::string write_metrics_file(std::string_view path) {
     const std::string dir = dir_env != nullptr && *dir_env != '\0' ? std::string(dir_env) : std::string(".");
     target = detail::absolute_path(dir, "metrics") + "/arenastat." + std::to_string(::getpid()) + ".prom";
   }
-  write_file_atomically(target, metrics({.depth = metrics_depth_from_env()}));
+  write_file_atomically(target, metrics({.depth = metrics_depth_from_env(),
+                                         .pid_label = static_cast<std::uint64_t>(::getpid())}));
   return target;
 }
 

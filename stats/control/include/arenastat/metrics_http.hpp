@@ -14,11 +14,13 @@
 
 namespace arenastat::metrics_http {
 
-// Serves /metrics on `address`, "host:port" with a numeric host
-// ("127.0.0.1:9464", "[::1]:9464"; port 0 picks a free port). Returns the port
-// it listens on. When it already runs, returns its port and changes nothing.
-// Throws std::runtime_error naming the address and the reason when it cannot
-// listen (bad address, port in use).
+// Serves /metrics on `address`, "host:port" with a numeric IPv4 host
+// ("127.0.0.1:9464", "0.0.0.0:9464"; port 0 picks a free port). An IPv6 host
+// ("[::1]:9464") only when civetweb was built with IPv6 (Debian's is not: the
+// address is refused, saying so). Returns the port it listens on. When it
+// already runs, returns its port and changes nothing. Throws
+// std::runtime_error naming the address and the reason when it cannot listen
+// (bad address, port in use).
 int start(const std::string& address, unsigned depth = 1);
 
 // Stops the server (waits for a scrape in progress). No-op when not running.

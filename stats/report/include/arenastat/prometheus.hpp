@@ -27,6 +27,11 @@ enum class metrics_format {
 struct metrics_options {
   unsigned depth = 1;  // parts of a scope name kept in its `scope` label (>= 1)
   metrics_format format = metrics_format::text;
+  // Set for files read by node_exporter's textfile collector: every sample
+  // then has pid="<n>" as its first label, so the files of several processes
+  // in one directory never give one series twice (on /metrics, Prometheus
+  // tells targets apart by their instance label).
+  std::optional<std::uint64_t> pid_label = std::nullopt;
 };
 
 // Figures about the table itself.
@@ -58,10 +63,15 @@ unsigned metrics_depth_from_env() noexcept;
 // '/', joined by '/' ("compile//a/b", depth 2 -> "compile/a"; "" -> "").
 std::string scope_group(std::string_view name, unsigned depth);
 
-// A label value as the exposition formats want it: invalid UTF-8 bytes become
-// U+FFFD, then '\' -> "\\", '"' -> "\"", LF -> "\n". Exactly the format's
-// escapes, so not the report's escape_text (text for people; the other
-// escapers and why they differ: stats/core/src/text_escape.hpp).
+// A label value as the exposition formats want it: valid UTF-8, with
+// '\' -> "\\", '"' -> "\"", LF -> "\n" (exactly the formats' escapes, so not
+// the report's escape_text: text for people; the other escapers and why they
+// differ: stats/core/src/text_escape.hpp). Injective, so distinct names never
+// share a series: a name that is well-formed UTF-8 without U+FFFD is copied
+// as it is; any other name has each invalid byte written as U+FFFD and its two
+// lowercase hex digits ("bad\xff" -> "bad\uFFFDff") and each literal U+FFFD
+// as U+FFFD U+FFFD. Copied values hold no U+FFFD and marked ones do, and a
+// marked value decodes one way.
 std::string escape_label_value(std::string_view value);
 
 // The exposition of `entries` (pure: used by every entry point and the tests).
@@ -81,8 +91,11 @@ std::string_view metrics_content_type(metrics_format format) noexcept;
 metrics_format metrics_format_for_accept(std::string_view accept);
 
 // Writes `text` to `path` atomically, as node_exporter's textfile collector
-// needs: a temporary file in the same directory, then rename(2) over `path`.
-// Throws std::system_error naming the path on failure (the temporary is removed).
+// needs: a new temporary file in the same directory
+// (.<name>.tmp.<pid>.<16 random hex digits>, created with O_EXCL, so a
+// temporary left by a killed run never blocks a later one), then rename(2)
+// over `path`. Throws std::system_error naming the path on failure (the
+// temporary is removed).
 void write_file_atomically(const std::string& path, std::string_view text);
 
 // An ARENASTAT_DUMP_FORMAT value: "text" (or empty) -> false, "prometheus"
@@ -93,9 +106,10 @@ std::optional<bool> parse_dump_format(std::string_view value) noexcept;
 // (a bad value means text; the control hooks warn about it at start-up).
 bool prometheus_dump_from_env() noexcept;
 
-// Writes metrics() (text format, ARENASTAT_METRICS_DEPTH) atomically to `path`;
-// with an empty path to arenastat.<pid>.prom in $ARENASTAT_DUMP_DIR (default:
-// the working directory), replaced on every dump. Returns the absolute path.
+// Writes metrics() (text format, ARENASTAT_METRICS_DEPTH, every sample with
+// pid="<getpid()>") atomically to `path`; with an empty path to
+// arenastat.<pid>.prom in $ARENASTAT_DUMP_DIR (default: the working
+// directory), replaced on every dump. Returns the absolute path.
 std::string write_metrics_file(std::string_view path = {});
 
 }  // namespace arenastat
