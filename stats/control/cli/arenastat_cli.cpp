@@ -242,10 +242,7 @@ std::string exchange(int fd, long pid, const std::string& line, int timeout_ms, 
     pollfd p{fd, POLLIN, 0};
     const int r = left == 0 ? 0 : ::poll(&p, 1, left);
     if (r < 0 && errno == EINTR) continue;
-    if (r == 0) {
-      throw failure{exit_unreachable, who + " did not answer within " + std::to_string(timeout_ms) +
-                                          " ms (is it stopped or overloaded?); retry or raise --timeout=MS"};
-    }
+    if (r == 0) throw no_answer_within(pid, timeout_ms);
     char buf[65536];
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n > 0) {
@@ -380,7 +377,7 @@ std::string ask_target(long pid, const std::string& line, int timeout_ms) {
   std::optional<trusted_dir> dir = trusted_dir::open(dir_path, owner);
   if (!dir || !check_socket(*dir, name, owner)) dir = wait_for_socket(pid, dir_path, owner, timeout_ms);
 
-  const int fd = connect_in(*dir, name, pid);
+  const int fd = connect_in(*dir, name, pid, deadline, timeout_ms);
   struct closer {
     int fd;
     ~closer() { ::close(fd); }
