@@ -47,6 +47,21 @@ opt::parsed parse_options(const opt::grammar& g, const std::vector<std::string>&
   }
 }
 
+void write_stdout(std::string_view text) {
+  const bool written = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+  if (std::fflush(stdout) != 0 || !written || std::ferror(stdout)) {
+    throw failure{exit_output, "cannot write the answer to standard output: " + error_text(errno)};
+  }
+}
+
+void print_answer(std::string_view body) {
+  if (::isatty(STDOUT_FILENO)) {
+    write_stdout(escape_for_terminal(body, true));
+  } else {
+    write_stdout(body);
+  }
+}
+
 }  // namespace arenastat::cli
 
 namespace {
@@ -332,16 +347,6 @@ std::string request_line(const std::vector<std::string>& words) {
   return line;
 }
 
-// Writes the answer's body to stdout, escaped when stdout is a terminal.
-int print_body(const std::string& body) {
-  const std::string shown = ::isatty(STDOUT_FILENO) ? escape_for_terminal(body, true) : body;
-  const bool written = std::fwrite(shown.data(), 1, shown.size(), stdout) == shown.size();
-  if (std::fflush(stdout) != 0 || !written || std::ferror(stdout)) {
-    throw failure{exit_output, "cannot write the answer to standard output: " + error_text(errno)};
-  }
-  return exit_ok;
-}
-
 std::string ask_target(long pid, const std::string& line, int timeout_ms);
 
 int query(const invocation& inv) {
@@ -354,7 +359,8 @@ int query(const invocation& inv) {
   const ask_fn ask = [&](const std::string& line) { return ask_target(pid, line, inv.timeout_ms); };
   if (inv.words[1] == "html") return run_html(rest, ask);  // views made by the CLI (html.cpp, top.cpp)
   if (inv.words[1] == "top") return run_top(pid, rest, ask);
-  return print_body(ask(request_line(inv.words)));
+  print_answer(ask(request_line(inv.words)));
+  return exit_ok;
 }
 
 // One request, under the trust rules (docs/cli.md): the body of an "ok"

@@ -2,6 +2,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli_failure.hpp"  // exit statuses, failure
@@ -21,6 +22,14 @@ const opt::grammar& top_grammar() noexcept;
 // opt::parse for the CLI: a bad option is a usage error (exit 2).
 opt::parsed parse_options(const opt::grammar& g, const std::vector<std::string>& args,
                           opt::operands rest = opt::operands::none);
+
+// Writes `text` (made by the CLI) to stdout and flushes it; a failed write is
+// a failure with exit_output.
+void write_stdout(std::string_view text);
+
+// Writes bytes the target sent to stdout (trust rule 8): escaped when stdout
+// is a terminal, unchanged into a pipe or file; a failed write is exit_output.
+void print_answer(std::string_view body);
 
 // `arenastat <pid> html [-o FILE] [report options]`: the --html report.
 int run_html(const std::vector<std::string>& args, const ask_fn& ask);

@@ -257,11 +257,10 @@ int run_batch(long pid, const top_options& o, sampler& s) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.delay_s));
     const frame f = s.sample(o.sort, rows);
     std::string out = "arenastat top: pid " + std::to_string(pid) + " " + program + "  " + f.time + "  sort " +
-                      order_name(o.sort) + "\n" + process_line(f, o.human) + "\n" + column_header + "NAME\n";
+                      order_name(o.sort) + "\n" + process_line(f, o.human) + "\n" + std::string(column_header) + "NAME\n";
     for (const row& r : f.rows) out += columns(r, o.human) + shown_name(r) + "\n";
     out += "\n";
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    std::fflush(stdout);
+    write_stdout(out);
   }
   return exit_ok;
 }
