@@ -14,33 +14,6 @@ using namespace control_test;
 
 namespace {
 
-// fake_server started in `dir` as "<its pid>.sock" (or at `path` when given).
-class fake_server {
- public:
-  explicit fake_server(const std::vector<std::string>& args) {
-    p_ = spawn(fake_server_path, args, {});
-    const std::string ready = read_line(p_.out);
-    if (ready.rfind("ready ", 0) != 0) {
-      throw std::runtime_error("fake_server did not start: " + read_all(p_.err, 1s));
-    }
-    pid_ = ready.substr(6);
-  }
-  ~fake_server() {
-    ::close(p_.in);  // it unlinks its socket and exits
-    if (wait_exit(p_.pid, 5s) < 0) {
-      ::kill(p_.pid, SIGKILL);
-      ::waitpid(p_.pid, nullptr, 0);
-    }
-    ::close(p_.out);
-    ::close(p_.err);
-  }
-  const std::string& pid() const { return pid_; }
-
- private:
-  spawned p_;
-  std::string pid_;
-};
-
 // A process that serves nothing, started with `env`.
 class sleeper {
  public:

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -219,14 +220,21 @@ std::string growth_cell(const row& r, bool h) {
 std::string pad_left(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 std::string pad_right(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
-constexpr const char* column_header = "     LIVE      PEAK   GROWTH/s   RUNS L KIND    ";
+// The fixed columns of a row: LIVE, PEAK, GROWTH/s and RUNS right-aligned,
+// the L mark, KIND; each followed by a blank; then the bar and the name.
+constexpr std::size_t live_width = 9, peak_width = 9, growth_width = 10, runs_width = 6, kind_width = 7;
+constexpr std::string_view column_header = "     LIVE      PEAK   GROWTH/s   RUNS L KIND    ";
+// Where the L column's `!` is in a row (and the L in the header).
+constexpr std::size_t limit_column = live_width + 1 + peak_width + 1 + growth_width + 1 + runs_width + 1;
+constexpr std::size_t fixed_width = limit_column + 2 + kind_width + 1;
+static_assert(column_header[limit_column] == 'L' && column_header.size() == fixed_width);
 
-// The fixed columns of a row (48 characters, then the bar and the name).
 std::string columns(const row& r, bool h) {
-  return pad_left(r.account ? bytes_cell(static_cast<double>(r.live), h) : "-", 9) + " " +
-         pad_left(bytes_cell(static_cast<double>(r.peak), h), 9) + " " + pad_left(growth_cell(r, h), 10) + " " +
-         pad_left(r.account ? "-" : std::to_string(r.runs), 6) + " " + (r.limit_hits ? "!" : " ") + " " +
-         pad_right(r.account ? "account" : "scope", 7) + " ";
+  return pad_left(r.account ? bytes_cell(static_cast<double>(r.live), h) : "-", live_width) + " " +
+         pad_left(bytes_cell(static_cast<double>(r.peak), h), peak_width) + " " +
+         pad_left(growth_cell(r, h), growth_width) + " " +
+         pad_left(r.account ? "-" : std::to_string(r.runs), runs_width) + " " + (r.limit_hits ? "!" : " ") + " " +
+         pad_right(r.account ? "account" : "scope", kind_width) + " ";
 }
 
 double sort_figure(const row& r, order o) {
@@ -349,6 +357,22 @@ std::string fit(const std::string& s, int width) {
   return out;
 }
 
+// `width` cells: '#' for `figure`'s share of `largest`, blanks for the rest.
+// A figure of 0 or below (an account's negative live bytes: frees of memory
+// allocated before it was tracked) draws no '#'.
+std::string bar(double figure, double largest, int width) {
+  const double share = largest > 0 && figure > 0 ? std::min(figure / largest, 1.0) : 0.0;
+  const auto filled = static_cast<std::size_t>(std::lround(width * share));
+  return std::string(filled, '#') + std::string(static_cast<std::size_t>(width) - filled, ' ');
+}
+
+// A row with the `!` of the L column drawn in red (on its own column only:
+// a name may hold a `!` too).
+std::string limit_mark_in_red(const std::string& shown) {
+  if (shown.size() <= limit_column || shown[limit_column] != '!') return shown;
+  return shown.substr(0, limit_column) + "\x1b[31;1m!\x1b[0m" + shown.substr(limit_column + 1);
+}
+
 std::string screen(long pid, const std::string& program, const top_options& o, order sort, bool paused,
                    const frame& f, int width, int height) {
   std::vector<std::string> lines;
@@ -359,7 +383,7 @@ std::string screen(long pid, const std::string& program, const top_options& o, o
                       width));
   lines.push_back(fit(process_line(f, true), width));
   lines.push_back(fit("keys: q quit  s sort (live, peak, growth)  p pause    L: ! = hit its memory limit", width));
-  const int fixed = 48;
+  const int fixed = static_cast<int>(fixed_width);
   const int bar_width = width >= fixed + 30 ? std::min(30, (width - fixed) / 3) : 0;
   std::string head = std::string(column_header) + (bar_width ? std::string(static_cast<std::size_t>(bar_width), ' ') + " " : "") + "NAME";
   lines.push_back("\x1b[7m" + pad_right(fit(head, width), static_cast<std::size_t>(width)) + "\x1b[0m");
@@ -368,17 +392,9 @@ std::string screen(long pid, const std::string& program, const top_options& o, o
   for (const row& r : f.rows) {
     if (static_cast<int>(lines.size()) >= height) break;
     std::string line = columns(r, true);
-    if (bar_width) {
-      const int n = largest > 0 ? static_cast<int>(std::lround(bar_width * sort_figure(r, sort) / largest)) : 0;
-      line += std::string(static_cast<std::size_t>(n), '#') + std::string(static_cast<std::size_t>(bar_width - n), ' ') + " ";
-    }
+    if (bar_width) line += bar(sort_figure(r, sort), largest, bar_width) + " ";
     line += shown_name(r);
-    std::string shown = fit(line, width);
-    if (r.limit_hits) {  // the mark in red
-      const std::size_t at = 47;  // the L column
-      if (shown.size() > at && shown[at] == '!') shown = shown.substr(0, at) + "\x1b[31;1m!\x1b[0m" + shown.substr(at + 1);
-    }
-    lines.push_back(shown);
+    lines.push_back(limit_mark_in_red(fit(line, width)));
   }
   std::string out = "\x1b[H";
   for (std::size_t i = 0; i < lines.size(); ++i) out += lines[i] + (i + 1 < lines.size() ? "\x1b[K\r\n" : "\x1b[K");
