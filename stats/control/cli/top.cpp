@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "bounded_json.hpp"
 #include "cli.hpp"
 #include "socket_naming.hpp"
 #include "terminal_text.hpp"
@@ -119,6 +120,26 @@ std::string now_text() {
   return buf;
 }
 
+// The bounds of a stats --json answer of at most `entries` entries: it nests
+// 4 levels (the answer, its entries, an entry, an entry's tags or counters),
+// an entry holds at most about 110 values (32 tags, 3 x 8 counters), the
+// rest of the answer (process, table, options, at most 65 folded rows) about
+// 1000.
+json_bounds answer_bounds(std::size_t entries) { return {.max_depth = 8, .max_values = 4096 + entries * 256}; }
+
+// The target's stats --json answer, parsed within answer_bounds (a malformed
+// or oversized answer is exit 3).
+nlohmann::json parse_answer(const std::string& body, std::size_t entries) {
+  try {
+    return parse_bounded_json(body, answer_bounds(entries));
+  } catch (const json_bound_exceeded& e) {
+    throw failure{exit_unreachable, "top: refusing the target's stats --json answer for " + std::to_string(entries) +
+                                        " entries: " + e.what()};
+  } catch (const std::exception& e) {
+    throw failure{exit_unreachable, std::string("top: the target's stats --json is not JSON: ") + e.what()};
+  }
+}
+
 class sampler {
  public:
   sampler(const ask_fn& ask) : ask_(ask) {}
@@ -130,12 +151,7 @@ class sampler {
                              " --top=" + std::to_string(std::max<std::size_t>(fetch, 1));
     const std::string body = ask_(line);
     const auto when = std::chrono::steady_clock::now();
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(body);
-    } catch (const std::exception& e) {
-      throw failure{exit_unreachable, std::string("top: the target's stats --json is not JSON: ") + e.what()};
-    }
+    const nlohmann::json j = parse_answer(body, fetch);
     frame f;
     f.pid = j.value("pid", 0L);
     const nlohmann::json& p = j.at("process");
