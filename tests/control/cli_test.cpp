@@ -257,6 +257,24 @@ TEST_CASE("exit codes: dead pid 3, bad command 2, bad pid 2, no socket 3, target
   CHECK(bad_option.err.find("--sort=size") != std::string::npos);
 }
 
+TEST_CASE("a process that has exited but is not reaped yet (a zombie) is no process (exit 3)", "[control][cli]") {
+  temp_dir sockets;
+  const pid_t zombie = ::fork();
+  if (zombie == 0) ::_exit(0);
+  REQUIRE(zombie > 0);
+  const std::string stat = "/proc/" + std::to_string(zombie) + "/stat";
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (slurp(stat).find(") Z ") == std::string::npos && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(1ms);
+  }
+  REQUIRE(slurp(stat).find(") Z ") != std::string::npos);
+  const cli_result r = run_cli({std::to_string(zombie), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  ::waitpid(zombie, nullptr, 0);
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: no process with pid " + std::to_string(zombie) +
+                     " (it has exited?); run 'arenastat' to list the processes you can query\n");
+}
+
 TEST_CASE("the client refuses a socket open to group or others", "[control][cli][threads]") {
   temp_dir sockets;
   target t(sockets.path());
