@@ -11,9 +11,22 @@
 
 namespace arenastat::cli {
 
+// What a request in progress also watches, for a view that must stay
+// responsive while the target is slow (top: its keys and signals): when one
+// of `fds` is readable, or a signal interrupts the wait, `stop()` is asked
+// (it must consume what made the descriptor readable) and the request gives
+// up with `interrupted` when it says so. Empty: nothing is watched.
+struct interruption {
+  std::vector<int> fds;
+  std::function<bool()> stop;
+};
+
+// Thrown by a request that gave up because interruption::stop() said so.
+struct interrupted {};
+
 // Sends one request line to the target and returns the body of its "ok"
-// answer; throws failure otherwise.
-using ask_fn = std::function<std::string(const std::string& line)>;
+// answer; throws failure otherwise, `interrupted` when `watch` says so.
+using ask_fn = std::function<std::string(const std::string& line, const interruption& watch)>;
 
 // The options of html and top (their tables: html.cpp, top.cpp), for the usage.
 const opt::grammar& html_grammar() noexcept;

@@ -77,7 +77,7 @@ int run_html(const std::vector<std::string>& args, const ask_fn& ask) {
   }
   const wire::parse_result parsed = wire::parse_request(line);
   if (!parsed.value) throw failure{exit_usage, parsed.error};
-  const std::string page = ask(line);
+  const std::string page = ask(line, {});
   if (file.empty()) {
     print_answer(page);  // the target's bytes: escaped on a terminal (trust rule 8)
   } else {

@@ -145,11 +145,11 @@ class sampler {
   sampler(const ask_fn& ask) : ask_(ask) {}
 
   // One refresh: `rows` entries for the order (growth: ranked among a wider fetch by live).
-  frame sample(order sort, std::size_t rows) {
+  frame sample(order sort, std::size_t rows, const interruption& watch) {
     const std::size_t fetch = sort == order::growth ? std::max<std::size_t>(rows * 4, 100) : rows;
     const std::string line = std::string("stats --json --sort=") + (sort == order::peak ? "peak" : "live") +
                              " --top=" + std::to_string(std::max<std::size_t>(fetch, 1));
-    const std::string body = ask_(line);
+    const std::string body = ask_(line, watch);
     const auto when = std::chrono::steady_clock::now();
     const nlohmann::json j = parse_answer(body, fetch);
     frame f;
@@ -279,7 +279,7 @@ int run_batch(long pid, const top_options& o, sampler& s) {
   const std::string program = escape_for_terminal(naming::program_of(pid), false);
   for (long i = 0; !o.iterations || i < *o.iterations; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.delay_s));
-    const frame f = s.sample(o.sort, rows);
+    const frame f = s.sample(o.sort, rows, {});
     std::string out = "arenastat top: pid " + std::to_string(pid) + " " + program + "  " + f.time + "  sort " +
                       order_name(o.sort) + "\n" + process_line(f, o.human) + "\n" + std::string(column_header) + "NAME\n";
     for (const row& r : f.rows) out += columns(r, o.human) + shown_name(r) + "\n";
@@ -418,52 +418,73 @@ std::string screen(long pid, const std::string& program, const top_options& o, o
   return out;
 }
 
+// What the keys change, and when to fetch next.
+struct view_state {
+  order sort;
+  bool paused = false;
+  bool force = false;  // fetch now even when paused (the sort changed)
+  std::chrono::steady_clock::time_point next = std::chrono::steady_clock::now();
+};
+
+// Waits up to `wait_ms` (-1: no limit) for a key or a signal, applies the
+// keys to `v`; true when the view must end (q, Ctrl-C, SIGTERM, SIGHUP, the
+// terminal gone). With `wait_ms` 0 it only takes what is there: a request to
+// a slow target asks it (interruption), so q and Ctrl-C work during a refresh.
+bool handle_input(view_state& v, int wait_ms) {
+  pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+  const int r = ::poll(fds, 2, wait_ms);
+  if (got_stop) return true;
+  if (r > 0 && (fds[1].revents & POLLIN)) {
+    char drain[64];
+    [[maybe_unused]] const ssize_t n = ::read(wake_pipe[0], drain, sizeof drain);
+  }
+  got_winch = 0;
+  if (r <= 0 || (fds[0].revents & (POLLIN | POLLHUP)) == 0) return false;
+  char keys[64];
+  const ssize_t n = ::read(STDIN_FILENO, keys, sizeof keys);
+  if (n == 0 && (fds[0].revents & POLLHUP)) return true;  // the terminal went away
+  for (ssize_t i = 0; i < n; ++i) {
+    const char k = keys[i];
+    if (k == 'q' || k == 'Q') return true;
+    if (k == 's' || k == 'S') {
+      v.sort = v.sort == order::live ? order::peak : v.sort == order::peak ? order::growth : order::live;
+      v.force = true;  // refetch in the new order now
+    }
+    if (k == 'p' || k == 'P') {
+      v.paused = !v.paused;
+      if (!v.paused) v.next = std::chrono::steady_clock::now();
+    }
+  }
+  return false;
+}
+
 int run_terminal(long pid, const top_options& o, sampler& s) {
   terminal term;
   const std::string program = escape_for_terminal(naming::program_of(pid), false);
-  order sort = o.sort;
-  bool paused = false;
+  view_state v{.sort = o.sort};
+  // A refresh waiting on a stalled target still takes keys and signals.
+  const interruption watch{.fds = {STDIN_FILENO, wake_pipe[0]}, .stop = [&] { return handle_input(v, 0); }};
   frame last;
   bool have = false;
-  auto next = std::chrono::steady_clock::now();
-  bool force = false;  // fetch now even when paused (the sort changed)
   for (;;) {
     auto [width, height] = terminal::size();
     const std::size_t rows = static_cast<std::size_t>(std::max(1, height - 4));
-    if (force || (!paused && std::chrono::steady_clock::now() >= next)) {
-      force = false;
-      last = s.sample(sort, o.rows ? std::min<std::size_t>(rows, static_cast<std::size_t>(*o.rows)) : rows);
-      have = true;
-      next = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<long>(o.delay_s * 1e6));
-    }
-    if (have) terminal::put(screen(pid, program, o, sort, paused, last, width, height));
-    // Wait for a key, a signal or the next refresh.
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - std::chrono::steady_clock::now()).count();
-    pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
-    const int r = ::poll(fds, 2, paused ? -1 : static_cast<int>(std::max<long long>(left, 0)));
-    if (got_stop) return exit_ok;
-    if (r > 0 && (fds[1].revents & POLLIN)) {
-      char drain[64];
-      [[maybe_unused]] const ssize_t n = ::read(wake_pipe[0], drain, sizeof drain);
-    }
-    got_winch = 0;
-    if (r > 0 && (fds[0].revents & (POLLIN | POLLHUP))) {
-      char keys[64];
-      const ssize_t n = ::read(STDIN_FILENO, keys, sizeof keys);
-      if (n == 0 && (fds[0].revents & POLLHUP)) return exit_ok;  // the terminal went away
-      for (ssize_t i = 0; i < n; ++i) {
-        const char k = keys[i];
-        if (k == 'q' || k == 'Q') return exit_ok;
-        if (k == 's' || k == 'S') {
-          sort = sort == order::live ? order::peak : sort == order::peak ? order::growth : order::live;
-          force = true;  // refetch in the new order now
-        }
-        if (k == 'p' || k == 'P') {
-          paused = !paused;
-          if (!paused) next = std::chrono::steady_clock::now();
-        }
+    if (v.force || (!v.paused && std::chrono::steady_clock::now() >= v.next)) {
+      v.force = false;
+      try {
+        last = s.sample(v.sort, o.rows ? std::min<std::size_t>(rows, static_cast<std::size_t>(*o.rows)) : rows, watch);
+      } catch (const interrupted&) {
+        return exit_ok;
       }
+      have = true;
+      v.next = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<long>(o.delay_s * 1e6));
     }
+    // A sort changed during the refresh: fetch again before drawing.
+    if (have && !v.force) terminal::put(screen(pid, program, o, v.sort, v.paused, last, width, height));
+    // Wait for a key, a signal or the next refresh.
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(v.next - std::chrono::steady_clock::now()).count();
+    if (handle_input(v, v.force ? 0 : v.paused ? -1 : static_cast<int>(std::max<long long>(left, 0)))) return exit_ok;
   }
 }
 
