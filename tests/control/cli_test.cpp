@@ -257,6 +257,24 @@ TEST_CASE("exit codes: dead pid 3, bad command 2, bad pid 2, no socket 3, target
   CHECK(bad_option.err.find("--sort=size") != std::string::npos);
 }
 
+TEST_CASE("a process that has exited but is not reaped yet (a zombie) is no process (exit 3)", "[control][cli]") {
+  temp_dir sockets;
+  const pid_t zombie = ::fork();
+  if (zombie == 0) ::_exit(0);
+  REQUIRE(zombie > 0);
+  const std::string stat = "/proc/" + std::to_string(zombie) + "/stat";
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (slurp(stat).find(") Z ") == std::string::npos && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(1ms);
+  }
+  REQUIRE(slurp(stat).find(") Z ") != std::string::npos);
+  const cli_result r = run_cli({std::to_string(zombie), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  ::waitpid(zombie, nullptr, 0);
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: no process with pid " + std::to_string(zombie) +
+                     " (it has exited?); run 'arenastat' to list the processes you can query\n");
+}
+
 TEST_CASE("the client refuses a socket open to group or others", "[control][cli][threads]") {
   temp_dir sockets;
   target t(sockets.path());
@@ -408,6 +426,52 @@ TEST_CASE("a process that never answers times out (exit 3)", "[control][cli]") {
   ::close(fd);
   CHECK(r.status == 3);
   CHECK(r.err.find("process " + me + " did not answer within 300 ms") != std::string::npos);
+}
+
+namespace {
+
+// Connects to `path` without blocking until the listen queue is full; returns
+// the pending connections (none accepted), empty if the queue never filled.
+std::vector<int> fill_listen_queue(const std::string& path) {
+  std::vector<int> pending;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  for (int i = 0; i < 64; ++i) {
+    const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (::connect(c, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0) {
+      pending.push_back(c);
+      continue;
+    }
+    const int err = errno;
+    ::close(c);
+    if (err == EAGAIN) return pending;
+    break;
+  }
+  for (const int c : pending) ::close(c);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("a full connection queue is busy (exit 5) within the grace, not a hang", "[control][cli]") {
+  temp_dir sockets;
+  const std::string me = std::to_string(::getpid());
+  const std::string path = sockets.file(me + ".sock");
+  const int fd = bind_socket_at(path, false);
+  REQUIRE(fd >= 0);
+  REQUIRE(::listen(fd, 0) == 0);  // one pending connection at most, never accepted
+  const std::vector<int> pending = fill_listen_queue(path);
+  REQUIRE_FALSE(pending.empty());
+  const auto start = std::chrono::steady_clock::now();
+  const cli_result r = run_cli({"--timeout=8000", me, "help"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  const auto took = std::chrono::steady_clock::now() - start;
+  for (const int c : pending) ::close(c);
+  ::close(fd);
+  CHECK(r.status == 5);
+  CHECK(r.out.empty());
+  CHECK(r.err == "arenastat: process " + me + " is busy: its connection queue is full; retry later\n");
+  CHECK(took < 4s);  // the grace is 200 ms; a blocking connect() waited past --timeout
 }
 
 TEST_CASE("a bad --timeout is a usage error", "[control][cli]") {

@@ -335,6 +335,33 @@ inline bool make_socket_file(const std::string& path) {
   return ok;
 }
 
+// programs/fake_server with `args` (its socket path first, "%p" for its pid), until destroyed.
+class fake_server {
+ public:
+  explicit fake_server(const std::vector<std::string>& args) {
+    p_ = spawn(fake_server_path, args, {});
+    const std::string ready = read_line(p_.out);
+    if (ready.rfind("ready ", 0) != 0) {
+      throw std::runtime_error("fake_server did not start: " + read_all(p_.err, 1s));
+    }
+    pid_ = ready.substr(6);
+  }
+  ~fake_server() {
+    ::close(p_.in);  // it unlinks its socket and exits
+    if (wait_exit(p_.pid, 5s) < 0) {
+      ::kill(p_.pid, SIGKILL);
+      ::waitpid(p_.pid, nullptr, 0);
+    }
+    ::close(p_.out);
+    ::close(p_.err);
+  }
+  const std::string& pid() const { return pid_; }
+
+ private:
+  spawned p_;
+  std::string pid_;
+};
+
 // A pid that is certainly not running: a child that has exited and been reaped.
 inline pid_t dead_pid() {
   const pid_t pid = ::fork();

@@ -117,3 +117,24 @@ TEST_CASE("html: the CLI writes the target's --html page to -o FILE or stdout", 
   CHECK(d.out.find("\"mode\":\"diff\"") != std::string::npos);
   CHECK(d.out.find("\"live\":{\"before\":10000,\"after\":13000,\"change\":3000}") != std::string::npos);
 }
+
+TEST_CASE("top refuses a stats --json answer nested too deep or with too many values (exit 3)", "[cli][top]") {
+  temp_dir dir;
+  const env_map env{{"ARENASTAT_SOCKET_DIR", dir.path()}};
+  {
+    const fake_server deep({dir.file("%p.sock"), "--answer=ok\\n" + std::string(100'000, '[')});
+    const cli_result r = run_cli({deep.pid(), "top", "--batch", "-n", "1"}, env);
+    CHECK(r.status == 3);
+    CHECK(r.out.empty());
+    CHECK(r.err == "arenastat: top: refusing the target's stats --json answer for 20 entries: it nests arrays and "
+                   "objects deeper than 8 levels\n");
+  }
+  std::string flat = "--answer=ok\\n[";
+  for (int i = 0; i < 50'000; ++i) flat += "0,";
+  flat += "0]";
+  const fake_server wide({dir.file("%p.sock"), flat});
+  const cli_result r = run_cli({wide.pid(), "top", "--batch", "-n", "1", "--top=5"}, env);
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: top: refusing the target's stats --json answer for 5 entries: it holds more than 5376 "
+                 "values\n");
+}

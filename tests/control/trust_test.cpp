@@ -14,33 +14,6 @@ using namespace control_test;
 
 namespace {
 
-// fake_server started in `dir` as "<its pid>.sock" (or at `path` when given).
-class fake_server {
- public:
-  explicit fake_server(const std::vector<std::string>& args) {
-    p_ = spawn(fake_server_path, args, {});
-    const std::string ready = read_line(p_.out);
-    if (ready.rfind("ready ", 0) != 0) {
-      throw std::runtime_error("fake_server did not start: " + read_all(p_.err, 1s));
-    }
-    pid_ = ready.substr(6);
-  }
-  ~fake_server() {
-    ::close(p_.in);  // it unlinks its socket and exits
-    if (wait_exit(p_.pid, 5s) < 0) {
-      ::kill(p_.pid, SIGKILL);
-      ::waitpid(p_.pid, nullptr, 0);
-    }
-    ::close(p_.out);
-    ::close(p_.err);
-  }
-  const std::string& pid() const { return pid_; }
-
- private:
-  spawned p_;
-  std::string pid_;
-};
-
 // A process that serves nothing, started with `env`.
 class sleeper {
  public:
@@ -163,6 +136,16 @@ TEST_CASE("control characters reach a terminal escaped, a pipe unchanged", "[con
   CHECK(piped.out == "\x1b]0;owned\x1b[2Jname\n");
 }
 
+TEST_CASE("html's page reaches a terminal escaped, a pipe unchanged", "[control][trust][html][threads]") {
+  temp_dir sockets;
+  const fake_server forger({sockets.file("%p.sock"), "--answer=ok\\n<p>\\e]0;owned\\e[2J</p>\\n"});
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  CHECK(run_cli_on_terminal({forger.pid(), "html"}, env) == "<p>\\x1b]0;owned\\x1b[2J</p>\n");
+  const cli_result piped = run_cli({forger.pid(), "html"}, env);
+  CHECK(piped.status == 0);
+  CHECK(piped.out == "<p>\x1b]0;owned\x1b[2J</p>\n");
+}
+
 TEST_CASE("an error message from the process is printed escaped (exit 1)", "[control][trust][threads]") {
   temp_dir sockets;
   const fake_server forger({sockets.file("%p.sock"), "--answer=error bad \\e[31mthing\\n"});
@@ -211,6 +194,41 @@ TEST_CASE("dump with a relative path writes it relative to the caller", "[contro
   CHECK(r.out == caller.file("mine.txt") + "\n");
   CHECK(exists(caller.file("mine.txt")));
   CHECK_FALSE(exists(work.file("mine.txt")));
+}
+
+namespace {
+
+std::string contents(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST_CASE("html -o and dump PATH refuse a symbolic link and leave what it points at alone",
+          "[control][trust][html][dump][threads]") {
+  temp_dir sockets, shared;
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  const std::string victim = shared.file("victim");
+  { std::ofstream(victim) << "SECRET\n"; }
+  const std::string page = shared.file("report.html"), dump = shared.file("d.txt");
+  REQUIRE(::symlink(victim.c_str(), page.c_str()) == 0);
+  REQUIRE(::symlink(victim.c_str(), dump.c_str()) == 0);
+
+  const cli_result html = run_cli({t.pid_text(), "html", "-o", page}, env);
+  CHECK(html.status == 4);
+  CHECK(html.out.empty());
+  CHECK(html.err == "arenastat: html: refusing to write " + page +
+                        ": it is a symbolic link (arenastat never writes through one); remove it or choose another "
+                        "FILE\n");
+  const cli_result dumped = run_cli({t.pid_text(), "dump", dump}, env);
+  CHECK(dumped.status == 1);
+  CHECK(dumped.out.empty());
+  CHECK(dumped.err == "arenastat: " + t.pid_text() + ": dump: refusing to write " + dump +
+                          ": it is a symbolic link (a dump never writes through one); remove it or give another "
+                          "PATH\n");
+  CHECK(contents(victim) == "SECRET\n");
 }
 
 TEST_CASE("listing never removes a file that is not a socket", "[control][trust]") {

@@ -30,9 +30,15 @@ TEST_CASE("a dump to a full device is an error of the process (exit 1)", "[contr
   CHECK(r.err == "arenastat: " + t.pid_text() + ": dump: cannot write /dev/full: No space left on device\n");
 }
 
-TEST_CASE("an answer the CLI cannot write to stdout is reported (exit 6)", "[control][write_errors][threads]") {
-  temp_dir sockets;
-  target t(sockets.path());
+namespace {
+
+struct full_run {
+  int status = -1;
+  std::string err;
+};
+
+// Runs the CLI with its stdout on /dev/full.
+full_run run_cli_into_full(const std::vector<std::string>& args, const env_map& env) {
   const int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
   REQUIRE(full >= 0);
   int err[2];
@@ -42,12 +48,53 @@ TEST_CASE("an answer the CLI cannot write to stdout is reported (exit 6)", "[con
   ::posix_spawn_file_actions_adddup2(&fa, full, 1);
   ::posix_spawn_file_actions_adddup2(&fa, err[1], 2);
   pid_t pid = -1;
-  REQUIRE(spawn_with(pid, fa, cli_path, {t.pid_text(), "help"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}}) == 0);
+  REQUIRE(spawn_with(pid, fa, cli_path, args, env) == 0);
   ::close(full);
   ::close(err[1]);
-  CHECK(wait_exit(pid) == 6);
-  CHECK(read_all(err[0], 1s) == "arenastat: cannot write the answer to standard output: No space left on device\n");
+  full_run r;
+  r.status = wait_exit(pid);
+  r.err = read_all(err[0], 1s);
   ::close(err[0]);
+  return r;
+}
+
+const std::string stdout_full = "arenastat: cannot write the answer to standard output: No space left on device\n";
+
+}  // namespace
+
+TEST_CASE("an answer the CLI cannot write to stdout is reported (exit 6)", "[control][write_errors][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const full_run r = run_cli_into_full({t.pid_text(), "help"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 6);
+  CHECK(r.err == stdout_full);
+}
+
+TEST_CASE("html and top --batch report a failed write to stdout (exit 6)", "[control][write_errors][html][top][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  const full_run html = run_cli_into_full({t.pid_text(), "html"}, env);
+  CHECK(html.status == 6);
+  CHECK(html.err == stdout_full);
+  const full_run top = run_cli_into_full({t.pid_text(), "top", "--batch", "-n", "1"}, env);
+  CHECK(top.status == 6);
+  CHECK(top.err == stdout_full);
+}
+
+TEST_CASE("html -o FILE that cannot be written is exit 6 with the file's error, not a usage error",
+          "[control][write_errors][html][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  const cli_result full = run_cli({t.pid_text(), "html", "-o", "/dev/full"}, env);
+  CHECK(full.status == 6);
+  CHECK(full.out.empty());
+  CHECK(full.err == "arenastat: html: cannot write /dev/full: No space left on device\n");
+  const std::string nowhere = sockets.file("no/such/dir/page.html");
+  const cli_result missing = run_cli({t.pid_text(), "html", "-o", nowhere}, env);
+  CHECK(missing.status == 6);
+  CHECK(missing.err == "arenastat: html: cannot write " + nowhere + ": No such file or directory\n");
 }
 
 TEST_CASE("a warning quotes at most the first 200 bytes of a bad value", "[control][write_errors][threads]") {

@@ -162,3 +162,46 @@ TEST_CASE("top: SIGWINCH to a narrow short terminal re-lays it out with fewer ro
   t.keys("q");
   CHECK(terminal_is_sane(t, "after-resize"));
 }
+
+namespace {
+
+// `top -d 0.2` typed into `t` against `app`, with a --timeout far longer than
+// the tests below wait: the view must end at once, not when a request gives up.
+std::string top_with_long_timeout(const temp_dir& dir, const target& app) {
+  return "ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " --timeout=30000 " + app.pid_text() + " top -d 0.2";
+}
+
+}  // namespace
+
+TEST_CASE("top: q ends the view while a refresh waits on a stopped target", "[tmux]") {
+  temp_dir dir;
+  target app(dir.path());
+  tmux_session t;
+  t.keys(top_with_long_timeout(dir, app));
+  t.key("Enter");
+  REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
+  REQUIRE(::kill(app.pid(), SIGSTOP) == 0);  // its server answers nothing more
+  std::this_thread::sleep_for(1s);            // a refresh is waiting on it
+  const auto start = std::chrono::steady_clock::now();
+  t.keys("q");
+  // The shell runs the next command only once top has ended (top would take its keys).
+  CHECK(terminal_is_sane(t, "after-q-stalled"));
+  CHECK(std::chrono::steady_clock::now() - start < 8s);
+  ::kill(app.pid(), SIGCONT);
+}
+
+TEST_CASE("top: Ctrl-C ends the view while its first refresh waits on a stopped target", "[tmux]") {
+  temp_dir dir;
+  target app(dir.path());
+  REQUIRE(::kill(app.pid(), SIGSTOP) == 0);
+  tmux_session t;
+  t.keys(top_with_long_timeout(dir, app));
+  t.key("Enter");
+  REQUIRE(t.wait_for([](const std::string& s) { return s.find("ready$") == std::string::npos; }));  // alternate screen
+  std::this_thread::sleep_for(1s);
+  const auto start = std::chrono::steady_clock::now();
+  t.key("C-c");
+  CHECK(terminal_is_sane(t, "after-ctrl-c-stalled"));
+  CHECK(std::chrono::steady_clock::now() - start < 8s);
+  ::kill(app.pid(), SIGCONT);
+}

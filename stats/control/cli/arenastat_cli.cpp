@@ -47,6 +47,21 @@ opt::parsed parse_options(const opt::grammar& g, const std::vector<std::string>&
   }
 }
 
+void write_stdout(std::string_view text) {
+  const bool written = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+  if (std::fflush(stdout) != 0 || !written || std::ferror(stdout)) {
+    throw failure{exit_output, "cannot write the answer to standard output: " + error_text(errno)};
+  }
+}
+
+void print_answer(std::string_view body) {
+  if (::isatty(STDOUT_FILENO)) {
+    write_stdout(escape_for_terminal(body, true));
+  } else {
+    write_stdout(body);
+  }
+}
+
 }  // namespace arenastat::cli
 
 namespace {
@@ -220,15 +235,39 @@ trusted_dir wait_for_socket(long pid, const std::string& dir_path, const expecte
                                       " ms (still starting, or it failed to start: see its stderr); retry"};
 }
 
+// Throws `interrupted` when `watch` asks to stop.
+void stop_if_asked(const interruption& watch) {
+  if (watch.stop && watch.stop()) throw interrupted{};
+}
+
+// Waits until `fd` is ready for `events` (true) or `deadline` passes (false),
+// asking `watch` whenever one of its descriptors is readable or a signal
+// interrupts the wait.
+bool wait_ready(int fd, short events, clock_type::time_point deadline, const interruption& watch) {
+  std::vector<pollfd> fds{{fd, events, 0}};
+  for (const int w : watch.fds) fds.push_back({w, POLLIN, 0});
+  for (;;) {
+    const int left = remaining_ms(deadline);
+    if (left == 0) return false;
+    for (pollfd& p : fds) p.revents = 0;
+    const int r = ::poll(fds.data(), fds.size(), left);
+    if (r < 0 && errno != EINTR) return true;  // let the caller's send or recv say what is wrong
+    if (r < 0 || std::any_of(fds.begin() + 1, fds.end(), [](const pollfd& p) { return p.revents != 0; })) {
+      stop_if_asked(watch);
+    }
+    if (r > 0 && fds[0].revents != 0) return true;
+  }
+}
+
 // Sends `line` on the connected `fd`; returns everything the target answered
-// before closing, at most max_answer_bytes.
-std::string exchange(int fd, long pid, const std::string& line, int timeout_ms, clock_type::time_point deadline) {
+// before closing, at most max_answer_bytes. `watch` may interrupt it.
+std::string exchange(int fd, long pid, const std::string& line, int timeout_ms, clock_type::time_point deadline,
+                     const interruption& watch) {
   const std::string who = "process " + std::to_string(pid);
   const std::string request = line + "\n";
   std::size_t sent = 0;
   while (sent < request.size()) {
-    pollfd p{fd, POLLOUT, 0};
-    if (::poll(&p, 1, remaining_ms(deadline)) == 0) break;
+    if (!wait_ready(fd, POLLOUT, deadline, watch)) break;
     const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
       sent += static_cast<std::size_t>(n);
@@ -238,14 +277,7 @@ std::string exchange(int fd, long pid, const std::string& line, int timeout_ms, 
   }
   std::string answer;
   for (;;) {
-    const int left = remaining_ms(deadline);
-    pollfd p{fd, POLLIN, 0};
-    const int r = left == 0 ? 0 : ::poll(&p, 1, left);
-    if (r < 0 && errno == EINTR) continue;
-    if (r == 0) {
-      throw failure{exit_unreachable, who + " did not answer within " + std::to_string(timeout_ms) +
-                                          " ms (is it stopped or overloaded?); retry or raise --timeout=MS"};
-    }
+    if (!wait_ready(fd, POLLIN, deadline, watch)) throw no_answer_within(pid, timeout_ms);
     char buf[65536];
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n > 0) {
@@ -335,17 +367,7 @@ std::string request_line(const std::vector<std::string>& words) {
   return line;
 }
 
-// Writes the answer's body to stdout, escaped when stdout is a terminal.
-int print_body(const std::string& body) {
-  const std::string shown = ::isatty(STDOUT_FILENO) ? escape_for_terminal(body, true) : body;
-  const bool written = std::fwrite(shown.data(), 1, shown.size(), stdout) == shown.size();
-  if (std::fflush(stdout) != 0 || !written || std::ferror(stdout)) {
-    throw failure{exit_output, "cannot write the answer to standard output: " + error_text(errno)};
-  }
-  return exit_ok;
-}
-
-std::string ask_target(long pid, const std::string& line, int timeout_ms);
+std::string ask_target(long pid, const std::string& line, int timeout_ms, const interruption& watch);
 
 int query(const invocation& inv) {
   if (inv.words.size() < 2) {
@@ -354,15 +376,18 @@ int query(const invocation& inv) {
   }
   const long pid = parse_pid(inv.words[0]);
   const std::vector<std::string> rest(inv.words.begin() + 2, inv.words.end());
-  const ask_fn ask = [&](const std::string& line) { return ask_target(pid, line, inv.timeout_ms); };
+  const ask_fn ask = [&](const std::string& line, const interruption& watch) {
+    return ask_target(pid, line, inv.timeout_ms, watch);
+  };
   if (inv.words[1] == "html") return run_html(rest, ask);  // views made by the CLI (html.cpp, top.cpp)
   if (inv.words[1] == "top") return run_top(pid, rest, ask);
-  return print_body(ask(request_line(inv.words)));
+  print_answer(ask(request_line(inv.words), {}));
+  return exit_ok;
 }
 
 // One request, under the trust rules (docs/cli.md): the body of an "ok"
 // answer; throws failure otherwise.
-std::string ask_target(long pid, const std::string& line, int timeout_ms) {
+std::string ask_target(long pid, const std::string& line, int timeout_ms, const interruption& watch) {
   const std::string who = "process " + std::to_string(pid);
   const auto deadline = clock_type::now() + std::chrono::milliseconds(timeout_ms);
   const std::optional<uid_t> uid = naming::process_uid(pid);
@@ -380,13 +405,13 @@ std::string ask_target(long pid, const std::string& line, int timeout_ms) {
   std::optional<trusted_dir> dir = trusted_dir::open(dir_path, owner);
   if (!dir || !check_socket(*dir, name, owner)) dir = wait_for_socket(pid, dir_path, owner, timeout_ms);
 
-  const int fd = connect_in(*dir, name, pid);
+  const int fd = connect_in(*dir, name, pid, deadline, timeout_ms);
   struct closer {
     int fd;
     ~closer() { ::close(fd); }
   } guard{fd};
   check_peer(fd, dir->file(name), pid, owner);
-  const std::string answer = exchange(fd, pid, line, timeout_ms, deadline);
+  const std::string answer = exchange(fd, pid, line, timeout_ms, deadline, watch);
 
   const std::size_t eol = answer.find('\n');
   const std::string status = answer.substr(0, eol);

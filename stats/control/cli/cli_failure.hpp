@@ -25,4 +25,11 @@ std::string error_text(int err);
 // "0755".
 std::string octal_mode(unsigned mode);
 
+// The failure for a process that did not answer within the CLI's --timeout
+// (exit 3), whether it was connecting or answering that took too long.
+inline failure no_answer_within(long pid, int timeout_ms) {
+  return {exit_unreachable, "process " + std::to_string(pid) + " did not answer within " + std::to_string(timeout_ms) +
+                                " ms (is it stopped or overloaded?); retry or raise --timeout=MS"};
+}
+
 }  // namespace arenastat::cli

@@ -1,9 +1,11 @@
 // `arenastat <pid> html [-o FILE] [report options]`: asks the target for
 // `stats --html [options]` and writes the page to FILE (or stdout).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <array>
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <string>
 
 #include "cli.hpp"
@@ -18,6 +20,36 @@ constexpr std::array html_table{
               .help = "write the page to FILE and print its path (default: stdout)", .alias = "--output",
               .forms = opt::next_word},
 };
+
+// Opens FILE for the page: created (0644) or truncated, never through a
+// symbolic link (trust rule 9): root writing into a directory others can
+// write to would replace whatever a planted link points at.
+int open_page_file(const std::string& file) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd >= 0) return fd;
+  const int err = errno;
+  struct stat st {};
+  if (err == ELOOP && ::lstat(file.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    throw failure{exit_refused, "html: refusing to write " + file +
+                                    ": it is a symbolic link (arenastat never writes through one); remove it or "
+                                    "choose another FILE"};
+  }
+  throw failure{exit_output, "html: cannot write " + file + ": " + error_text(err)};
+}
+
+// Writes the whole page to FILE; a failed write or close is exit_output.
+void write_page_file(const std::string& file, const std::string& page) {
+  const int fd = open_page_file(file);
+  std::size_t done = 0;
+  int err = 0;
+  while (done < page.size() && err == 0) {
+    const ssize_t n = ::write(fd, page.data() + done, page.size() - done);
+    if (n > 0) done += static_cast<std::size_t>(n);
+    else if (n < 0 && errno != EINTR) err = errno;
+  }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) throw failure{exit_output, "html: cannot write " + file + ": " + error_text(err)};
+}
 
 }  // namespace
 
@@ -45,16 +77,13 @@ int run_html(const std::vector<std::string>& args, const ask_fn& ask) {
   }
   const wire::parse_result parsed = wire::parse_request(line);
   if (!parsed.value) throw failure{exit_usage, parsed.error};
-  const std::string page = ask(line);
+  const std::string page = ask(line, {});
   if (file.empty()) {
-    std::fwrite(page.data(), 1, page.size(), stdout);
-    return exit_ok;
+    print_answer(page);  // the target's bytes: escaped on a terminal (trust rule 8)
+  } else {
+    write_page_file(file, page);
+    write_stdout(file + "\n");
   }
-  std::FILE* f = std::fopen(file.c_str(), "wb");
-  if (f == nullptr) throw failure{exit_usage, "html: cannot write " + file + ": " + std::strerror(errno)};
-  const bool ok = std::fwrite(page.data(), 1, page.size(), f) == page.size();
-  if (std::fclose(f) != 0 || !ok) throw failure{exit_usage, "html: writing " + file + " failed"};
-  std::printf("%s\n", file.c_str());
   return exit_ok;
 }
 

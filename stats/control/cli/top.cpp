@@ -23,9 +23,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "bounded_json.hpp"
 #include "cli.hpp"
 #include "socket_naming.hpp"
 #include "terminal_text.hpp"
@@ -118,23 +120,38 @@ std::string now_text() {
   return buf;
 }
 
+// The bounds of a stats --json answer of at most `entries` entries: it nests
+// 4 levels (the answer, its entries, an entry, an entry's tags or counters),
+// an entry holds at most about 110 values (32 tags, 3 x 8 counters), the
+// rest of the answer (process, table, options, at most 65 folded rows) about
+// 1000.
+json_bounds answer_bounds(std::size_t entries) { return {.max_depth = 8, .max_values = 4096 + entries * 256}; }
+
+// The target's stats --json answer, parsed within answer_bounds (a malformed
+// or oversized answer is exit 3).
+nlohmann::json parse_answer(const std::string& body, std::size_t entries) {
+  try {
+    return parse_bounded_json(body, answer_bounds(entries));
+  } catch (const json_bound_exceeded& e) {
+    throw failure{exit_unreachable, "top: refusing the target's stats --json answer for " + std::to_string(entries) +
+                                        " entries: " + e.what()};
+  } catch (const std::exception& e) {
+    throw failure{exit_unreachable, std::string("top: the target's stats --json is not JSON: ") + e.what()};
+  }
+}
+
 class sampler {
  public:
   sampler(const ask_fn& ask) : ask_(ask) {}
 
   // One refresh: `rows` entries for the order (growth: ranked among a wider fetch by live).
-  frame sample(order sort, std::size_t rows) {
+  frame sample(order sort, std::size_t rows, const interruption& watch) {
     const std::size_t fetch = sort == order::growth ? std::max<std::size_t>(rows * 4, 100) : rows;
     const std::string line = std::string("stats --json --sort=") + (sort == order::peak ? "peak" : "live") +
                              " --top=" + std::to_string(std::max<std::size_t>(fetch, 1));
-    const std::string body = ask_(line);
+    const std::string body = ask_(line, watch);
     const auto when = std::chrono::steady_clock::now();
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(body);
-    } catch (const std::exception& e) {
-      throw failure{exit_unreachable, std::string("top: the target's stats --json is not JSON: ") + e.what()};
-    }
+    const nlohmann::json j = parse_answer(body, fetch);
     frame f;
     f.pid = j.value("pid", 0L);
     const nlohmann::json& p = j.at("process");
@@ -219,14 +236,21 @@ std::string growth_cell(const row& r, bool h) {
 std::string pad_left(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 std::string pad_right(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
-constexpr const char* column_header = "     LIVE      PEAK   GROWTH/s   RUNS L KIND    ";
+// The fixed columns of a row: LIVE, PEAK, GROWTH/s and RUNS right-aligned,
+// the L mark, KIND; each followed by a blank; then the bar and the name.
+constexpr std::size_t live_width = 9, peak_width = 9, growth_width = 10, runs_width = 6, kind_width = 7;
+constexpr std::string_view column_header = "     LIVE      PEAK   GROWTH/s   RUNS L KIND    ";
+// Where the L column's `!` is in a row (and the L in the header).
+constexpr std::size_t limit_column = live_width + 1 + peak_width + 1 + growth_width + 1 + runs_width + 1;
+constexpr std::size_t fixed_width = limit_column + 2 + kind_width + 1;
+static_assert(column_header[limit_column] == 'L' && column_header.size() == fixed_width);
 
-// The fixed columns of a row (48 characters, then the bar and the name).
 std::string columns(const row& r, bool h) {
-  return pad_left(r.account ? bytes_cell(static_cast<double>(r.live), h) : "-", 9) + " " +
-         pad_left(bytes_cell(static_cast<double>(r.peak), h), 9) + " " + pad_left(growth_cell(r, h), 10) + " " +
-         pad_left(r.account ? "-" : std::to_string(r.runs), 6) + " " + (r.limit_hits ? "!" : " ") + " " +
-         pad_right(r.account ? "account" : "scope", 7) + " ";
+  return pad_left(r.account ? bytes_cell(static_cast<double>(r.live), h) : "-", live_width) + " " +
+         pad_left(bytes_cell(static_cast<double>(r.peak), h), peak_width) + " " +
+         pad_left(growth_cell(r, h), growth_width) + " " +
+         pad_left(r.account ? "-" : std::to_string(r.runs), runs_width) + " " + (r.limit_hits ? "!" : " ") + " " +
+         pad_right(r.account ? "account" : "scope", kind_width) + " ";
 }
 
 double sort_figure(const row& r, order o) {
@@ -255,13 +279,12 @@ int run_batch(long pid, const top_options& o, sampler& s) {
   const std::string program = escape_for_terminal(naming::program_of(pid), false);
   for (long i = 0; !o.iterations || i < *o.iterations; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.delay_s));
-    const frame f = s.sample(o.sort, rows);
+    const frame f = s.sample(o.sort, rows, {});
     std::string out = "arenastat top: pid " + std::to_string(pid) + " " + program + "  " + f.time + "  sort " +
-                      order_name(o.sort) + "\n" + process_line(f, o.human) + "\n" + column_header + "NAME\n";
+                      order_name(o.sort) + "\n" + process_line(f, o.human) + "\n" + std::string(column_header) + "NAME\n";
     for (const row& r : f.rows) out += columns(r, o.human) + shown_name(r) + "\n";
     out += "\n";
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    std::fflush(stdout);
+    write_stdout(out);
   }
   return exit_ok;
 }
@@ -350,6 +373,22 @@ std::string fit(const std::string& s, int width) {
   return out;
 }
 
+// `width` cells: '#' for `figure`'s share of `largest`, blanks for the rest.
+// A figure of 0 or below (an account's negative live bytes: frees of memory
+// allocated before it was tracked) draws no '#'.
+std::string bar(double figure, double largest, int width) {
+  const double share = largest > 0 && figure > 0 ? std::min(figure / largest, 1.0) : 0.0;
+  const auto filled = static_cast<std::size_t>(std::lround(width * share));
+  return std::string(filled, '#') + std::string(static_cast<std::size_t>(width) - filled, ' ');
+}
+
+// A row with the `!` of the L column drawn in red (on its own column only:
+// a name may hold a `!` too).
+std::string limit_mark_in_red(const std::string& shown) {
+  if (shown.size() <= limit_column || shown[limit_column] != '!') return shown;
+  return shown.substr(0, limit_column) + "\x1b[31;1m!\x1b[0m" + shown.substr(limit_column + 1);
+}
+
 std::string screen(long pid, const std::string& program, const top_options& o, order sort, bool paused,
                    const frame& f, int width, int height) {
   std::vector<std::string> lines;
@@ -360,7 +399,7 @@ std::string screen(long pid, const std::string& program, const top_options& o, o
                       width));
   lines.push_back(fit(process_line(f, true), width));
   lines.push_back(fit("keys: q quit  s sort (live, peak, growth)  p pause    L: ! = hit its memory limit", width));
-  const int fixed = 48;
+  const int fixed = static_cast<int>(fixed_width);
   const int bar_width = width >= fixed + 30 ? std::min(30, (width - fixed) / 3) : 0;
   std::string head = std::string(column_header) + (bar_width ? std::string(static_cast<std::size_t>(bar_width), ' ') + " " : "") + "NAME";
   lines.push_back("\x1b[7m" + pad_right(fit(head, width), static_cast<std::size_t>(width)) + "\x1b[0m");
@@ -369,17 +408,9 @@ std::string screen(long pid, const std::string& program, const top_options& o, o
   for (const row& r : f.rows) {
     if (static_cast<int>(lines.size()) >= height) break;
     std::string line = columns(r, true);
-    if (bar_width) {
-      const int n = largest > 0 ? static_cast<int>(std::lround(bar_width * sort_figure(r, sort) / largest)) : 0;
-      line += std::string(static_cast<std::size_t>(n), '#') + std::string(static_cast<std::size_t>(bar_width - n), ' ') + " ";
-    }
+    if (bar_width) line += bar(sort_figure(r, sort), largest, bar_width) + " ";
     line += shown_name(r);
-    std::string shown = fit(line, width);
-    if (r.limit_hits) {  // the mark in red
-      const std::size_t at = 47;  // the L column
-      if (shown.size() > at && shown[at] == '!') shown = shown.substr(0, at) + "\x1b[31;1m!\x1b[0m" + shown.substr(at + 1);
-    }
-    lines.push_back(shown);
+    lines.push_back(limit_mark_in_red(fit(line, width)));
   }
   std::string out = "\x1b[H";
   for (std::size_t i = 0; i < lines.size(); ++i) out += lines[i] + (i + 1 < lines.size() ? "\x1b[K\r\n" : "\x1b[K");
@@ -387,52 +418,73 @@ std::string screen(long pid, const std::string& program, const top_options& o, o
   return out;
 }
 
+// What the keys change, and when to fetch next.
+struct view_state {
+  order sort;
+  bool paused = false;
+  bool force = false;  // fetch now even when paused (the sort changed)
+  std::chrono::steady_clock::time_point next = std::chrono::steady_clock::now();
+};
+
+// Waits up to `wait_ms` (-1: no limit) for a key or a signal, applies the
+// keys to `v`; true when the view must end (q, Ctrl-C, SIGTERM, SIGHUP, the
+// terminal gone). With `wait_ms` 0 it only takes what is there: a request to
+// a slow target asks it (interruption), so q and Ctrl-C work during a refresh.
+bool handle_input(view_state& v, int wait_ms) {
+  pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+  const int r = ::poll(fds, 2, wait_ms);
+  if (got_stop) return true;
+  if (r > 0 && (fds[1].revents & POLLIN)) {
+    char drain[64];
+    [[maybe_unused]] const ssize_t n = ::read(wake_pipe[0], drain, sizeof drain);
+  }
+  got_winch = 0;
+  if (r <= 0 || (fds[0].revents & (POLLIN | POLLHUP)) == 0) return false;
+  char keys[64];
+  const ssize_t n = ::read(STDIN_FILENO, keys, sizeof keys);
+  if (n == 0 && (fds[0].revents & POLLHUP)) return true;  // the terminal went away
+  for (ssize_t i = 0; i < n; ++i) {
+    const char k = keys[i];
+    if (k == 'q' || k == 'Q') return true;
+    if (k == 's' || k == 'S') {
+      v.sort = v.sort == order::live ? order::peak : v.sort == order::peak ? order::growth : order::live;
+      v.force = true;  // refetch in the new order now
+    }
+    if (k == 'p' || k == 'P') {
+      v.paused = !v.paused;
+      if (!v.paused) v.next = std::chrono::steady_clock::now();
+    }
+  }
+  return false;
+}
+
 int run_terminal(long pid, const top_options& o, sampler& s) {
   terminal term;
   const std::string program = escape_for_terminal(naming::program_of(pid), false);
-  order sort = o.sort;
-  bool paused = false;
+  view_state v{.sort = o.sort};
+  // A refresh waiting on a stalled target still takes keys and signals.
+  const interruption watch{.fds = {STDIN_FILENO, wake_pipe[0]}, .stop = [&] { return handle_input(v, 0); }};
   frame last;
   bool have = false;
-  auto next = std::chrono::steady_clock::now();
-  bool force = false;  // fetch now even when paused (the sort changed)
   for (;;) {
     auto [width, height] = terminal::size();
     const std::size_t rows = static_cast<std::size_t>(std::max(1, height - 4));
-    if (force || (!paused && std::chrono::steady_clock::now() >= next)) {
-      force = false;
-      last = s.sample(sort, o.rows ? std::min<std::size_t>(rows, static_cast<std::size_t>(*o.rows)) : rows);
-      have = true;
-      next = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<long>(o.delay_s * 1e6));
-    }
-    if (have) terminal::put(screen(pid, program, o, sort, paused, last, width, height));
-    // Wait for a key, a signal or the next refresh.
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - std::chrono::steady_clock::now()).count();
-    pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
-    const int r = ::poll(fds, 2, paused ? -1 : static_cast<int>(std::max<long long>(left, 0)));
-    if (got_stop) return exit_ok;
-    if (r > 0 && (fds[1].revents & POLLIN)) {
-      char drain[64];
-      [[maybe_unused]] const ssize_t n = ::read(wake_pipe[0], drain, sizeof drain);
-    }
-    got_winch = 0;
-    if (r > 0 && (fds[0].revents & (POLLIN | POLLHUP))) {
-      char keys[64];
-      const ssize_t n = ::read(STDIN_FILENO, keys, sizeof keys);
-      if (n == 0 && (fds[0].revents & POLLHUP)) return exit_ok;  // the terminal went away
-      for (ssize_t i = 0; i < n; ++i) {
-        const char k = keys[i];
-        if (k == 'q' || k == 'Q') return exit_ok;
-        if (k == 's' || k == 'S') {
-          sort = sort == order::live ? order::peak : sort == order::peak ? order::growth : order::live;
-          force = true;  // refetch in the new order now
-        }
-        if (k == 'p' || k == 'P') {
-          paused = !paused;
-          if (!paused) next = std::chrono::steady_clock::now();
-        }
+    if (v.force || (!v.paused && std::chrono::steady_clock::now() >= v.next)) {
+      v.force = false;
+      try {
+        last = s.sample(v.sort, o.rows ? std::min<std::size_t>(rows, static_cast<std::size_t>(*o.rows)) : rows, watch);
+      } catch (const interrupted&) {
+        return exit_ok;
       }
+      have = true;
+      v.next = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<long>(o.delay_s * 1e6));
     }
+    // A sort changed during the refresh: fetch again before drawing.
+    if (have && !v.force) terminal::put(screen(pid, program, o, v.sort, v.paused, last, width, height));
+    // Wait for a key, a signal or the next refresh.
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(v.next - std::chrono::steady_clock::now()).count();
+    if (handle_input(v, v.force ? 0 : v.paused ? -1 : static_cast<int>(std::max<long long>(left, 0)))) return exit_ok;
   }
 }
 

@@ -2,15 +2,18 @@
 #include "trust.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <system_error>
+#include <thread>
 
 namespace arenastat::cli {
 
@@ -92,32 +95,77 @@ bool check_socket(const trusted_dir& dir, const std::string& name, const expecte
   return true;
 }
 
-int connect_in(const trusted_dir& dir, const std::string& name, long pid) {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+int milliseconds_until(clock_type::time_point t) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(t - clock_type::now()).count();
+  return static_cast<int>(std::max<long long>(left, 0));
+}
+
+// The failure for connect()'s error `err` (not EAGAIN or EINPROGRESS).
+failure connect_failure(int err, const std::string& shown, long pid) {
+  const std::string who = "process " + std::to_string(pid);
+  if (err == ECONNREFUSED) {
+    return {exit_unreachable, "nobody listens at " + shown + ": " + who +
+                                  " has stopped its control server (or the socket is stale); restart it "
+                                  "with ARENASTAT_CONTROL=1"};
+  }
+  if (err == EACCES || err == EPERM) {
+    return {exit_unreachable,
+            "permission denied connecting to " + shown + ": run arenastat as the user of " + who + " or as root"};
+  }
+  return {exit_unreachable, "cannot connect to " + shown + ": " + error_text(err)};
+}
+
+// A connect() in progress on `fd`: waits for it until `deadline`; returns
+// its result (0 or an errno value), or ETIMEDOUT.
+int finish_connect(int fd, clock_type::time_point deadline) {
+  for (;;) {
+    pollfd p{fd, POLLOUT, 0};
+    const int r = ::poll(&p, 1, milliseconds_until(deadline));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return errno;
+    if (r == 0) return ETIMEDOUT;
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+    return err;
+  }
+}
+
+}  // namespace
+
+int connect_in(const trusted_dir& dir, const std::string& name, long pid, clock_type::time_point deadline,
+               int timeout_ms) {
   const std::string shown = dir.file(name);
   const std::string via = "/proc/self/fd/" + std::to_string(dir.fd()) + "/" + name;
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   if (via.size() >= sizeof a.sun_path) throw failure{exit_unreachable, "socket name " + name + " is too long"};
   std::memcpy(a.sun_path, via.c_str(), via.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking: a blocking connect() to a full queue waits with no bound.
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) throw failure{exit_unreachable, "socket(): " + error_text(errno)};
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0) return fd;
-  const int err = errno;
-  ::close(fd);
-  const std::string who = "process " + std::to_string(pid);
-  if (err == ECONNREFUSED) {
-    throw failure{exit_unreachable, "nobody listens at " + shown + ": " + who +
-                                        " has stopped its control server (or the socket is stale); restart it "
-                                        "with ARENASTAT_CONTROL=1"};
+  const auto busy_after = std::min(deadline, clock_type::now() + busy_queue_grace);
+  for (;;) {
+    int err = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
+    if (err == EINTR) continue;
+    if (err == EINPROGRESS) err = finish_connect(fd, deadline);
+    if (err == 0) return fd;
+    if (err == EAGAIN && clock_type::now() < busy_after) {  // a full queue: the server may catch up
+      std::this_thread::sleep_for(std::min<clock_type::duration>(std::chrono::milliseconds(10),
+                                                                 busy_after - clock_type::now()));
+      continue;
+    }
+    ::close(fd);
+    if (err == EAGAIN) {
+      throw failure{exit_busy, "process " + std::to_string(pid) + " is busy: its connection queue is full; retry later"};
+    }
+    if (err == ETIMEDOUT) throw no_answer_within(pid, timeout_ms);
+    throw connect_failure(err, shown, pid);
   }
-  if (err == EAGAIN) {
-    throw failure{exit_busy, who + " is busy: its connection queue is full; retry later"};
-  }
-  if (err == EACCES || err == EPERM) {
-    throw failure{exit_unreachable, "permission denied connecting to " + shown + ": run arenastat as the user of " +
-                                        who + " or as root"};
-  }
-  throw failure{exit_unreachable, "cannot connect to " + shown + ": " + error_text(err)};
 }
 
 void check_peer(int fd, const std::string& socket, long pid, const expected_owner& owner) {

@@ -6,6 +6,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -47,11 +48,19 @@ class trusted_dir {
 // uid or is open to group or others.
 bool check_socket(const trusted_dir& dir, const std::string& name, const expected_owner& owner);
 
+// How long a full connection queue is retried before the target is called
+// busy (exit 5): long enough for a burst of clients to be accepted, short
+// enough that a stopped target is reported promptly.
+inline constexpr std::chrono::milliseconds busy_queue_grace{200};
+
 // Connects to `name` inside the checked directory (through its descriptor, so
-// a directory renamed or replaced since the check is never reached); returns
-// the connected descriptor. Throws failure for refused, busy and denied
-// connections.
-int connect_in(const trusted_dir& dir, const std::string& name, long pid);
+// a directory renamed or replaced since the check is never reached) without
+// blocking past `deadline` (the exchange's: --timeout, `timeout_ms`); returns
+// the connected descriptor, non-blocking. Throws failure for refused, denied
+// and timed-out connections, and for a connection queue still full after
+// busy_queue_grace (busy, exit 5).
+int connect_in(const trusted_dir& dir, const std::string& name, long pid,
+               std::chrono::steady_clock::time_point deadline, int timeout_ms);
 
 // Checks the connected server's SO_PEERCRED against the target's pid and uid.
 void check_peer(int fd, const std::string& socket, long pid, const expected_owner& owner);

@@ -73,7 +73,25 @@ std::string program_of(long pid) {
   return name.empty() ? "?" : name;
 }
 
-bool process_gone(long pid) { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+std::optional<char> process_state(long pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[512];  // "pid (comm) S ...": comm is at most 15 bytes, the state follows it
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return std::nullopt;
+  const std::string_view stat(buf, static_cast<std::size_t>(n));
+  const std::size_t paren = stat.rfind(')');  // comm may hold ')' itself: the last one ends it
+  if (paren == std::string_view::npos || paren + 2 >= stat.size()) return std::nullopt;
+  return stat[paren + 2];
+}
+
+bool process_gone(long pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
+  const std::optional<char> state = process_state(pid);
+  return state == 'Z' || state == 'X';
+}
 
 std::optional<uid_t> process_uid(long pid) {
   struct stat st {};

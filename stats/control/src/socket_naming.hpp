@@ -37,8 +37,14 @@ std::optional<long> pid_of_temporary_name(std::string_view name);
 // unreadable. Raw bytes: escape them before printing them to a terminal.
 std::string program_of(long pid);
 
-// True only when `pid` certainly does not exist (kill(pid, 0) fails with ESRCH).
+// True only when `pid` certainly does not run: kill(pid, 0) fails with ESRCH,
+// or it has exited and waits to be reaped (state Z or X in /proc/<pid>/stat:
+// kill() still succeeds on such a zombie, but it serves nothing).
 bool process_gone(long pid);
+
+// The state letter of `pid` in /proc/<pid>/stat ('R', 'S', 'Z', ...), nullopt
+// when unreadable.
+std::optional<char> process_state(long pid);
 
 // The uid owning /proc/<pid> (the process's effective uid; root for a process
 // that is not dumpable), or nullopt when the process does not exist.

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -106,13 +107,34 @@ void render_dump_to(const table_copy& c, dump_sort sort, const dump_header& head
   flush(out);
 }
 
-// Creates the dump file: exclusively (-1 when it exists) or replacing one.
+// A std::system_error whose what() is exactly the message given (without
+// the error code's text appended).
+class refused_path : public std::system_error {
+ public:
+  refused_path(int err, std::string message)
+      : std::system_error(err, std::generic_category()), message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
+// Creates the dump file: exclusively (-1 when it exists) or replacing one,
+// never through a symbolic link (a process run as root must not truncate
+// whatever a link planted in a shared directory points at).
 int create_file(const std::string& path, bool exclusive) {
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (exclusive ? O_EXCL : O_TRUNC);
   const int fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0) {
-    if (exclusive && errno == EEXIST) return -1;
-    throw std::system_error(errno, std::generic_category(), "dump: cannot create " + path);
+    const int err = errno;
+    if (exclusive && err == EEXIST) return -1;
+    struct stat st {};
+    if (err == ELOOP && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      throw refused_path(err, "dump: refusing to write " + path +
+                                  ": it is a symbolic link (a dump never writes through one); remove it or give "
+                                  "another PATH");
+    }
+    throw std::system_error(err, std::generic_category(), "dump: cannot create " + path);
   }
   return fd;
 }
