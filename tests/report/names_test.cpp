@@ -2,6 +2,8 @@
 // for any byte string, and the folded rows and table state every report shows.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "json_writer.hpp"
@@ -52,7 +54,7 @@ TEST_CASE("the JSON writer is compact and escapes what JSON requires", "[names][
   w.key("a").begin_array().value(true).null().end_array();
   w.end_object();
   CHECK(out ==
-        "{\"s\":\"q\\\"b\\\\n\\nc\\u0001\\u007f\\u0085\\u2028\",\"bad\":\"x\xef\xbf\xbdy\","
+        "{\"s\":\"q\\\"b\\\\n\\nc\\u0001\\u007f\\u0085\\u2028\",\"bad\":\"x\xef\xbf\xbd" "ffy\","
         "\"i\":-3,\"u\":18446744073709551615,\"d\":0.5,\"whole\":2.0,\"tiny\":2.464e-06,\"a\":[true,null]}");
   CHECK_NOTHROW(nlohmann::json::parse(out));
 }
@@ -78,7 +80,23 @@ TEST_CASE("the JSON report is valid for any byte string", "[names][json]") {
   std::vector<arenastat::entry> v{make_scope(std::string("a\0\xff\n\"", 5), 10, {}, 1, 0, "ok", 1)};
   const auto j = nlohmann::json::parse(
       arenastat::render_report(v, sample_process(), arenastat::parse_report_options("--json")));
-  CHECK(j["entries"][0]["name"] == std::string("a\0\xef\xbf\xbd\n\"", 7));
+  CHECK(j["entries"][0]["name"] == std::string("a\0\xef\xbf\xbd" "ff\n\"", 9));
+}
+
+TEST_CASE("JSON keeps names distinct that differ only in bytes outside UTF-8", "[names][json]") {
+  // An invalid byte is U+FFFD and its two hex digits; a literal U+FFFD in such
+  // a name is written twice; a well-formed name (U+FFFD-free) is unchanged.
+  std::vector<arenastat::entry> v{make_scope("bad\xff", 10, {}, 1, 0, "ok", 1),
+                                  make_scope("bad\xfe", 10, {}, 1, 0, "ok", 1),
+                                  make_scope("bad\xef\xbf\xbd" "ff", 10, {}, 1, 0, "ok", 1),
+                                  make_scope("caf\xc3\xa9 \xef\xbf\xbd", 10, {}, 1, 0, "ok", 1)};
+  const auto j = nlohmann::json::parse(
+      arenastat::render_report(v, sample_process(), arenastat::parse_report_options("--json")));
+  std::vector<std::string> names;
+  for (const auto& e : j["entries"]) names.push_back(e["name"]);
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"bad\xef\xbf\xbd" "fe", "bad\xef\xbf\xbd" "ff",
+                                          "bad\xef\xbf\xbd\xef\xbf\xbd" "ff", "caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd"});
 }
 
 namespace {

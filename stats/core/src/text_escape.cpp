@@ -82,4 +82,20 @@ std::string escape_text(std::string_view text, escape_rules rules) {
   return out;
 }
 
+bool needs_utf8_marking(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence(s.substr(i));
+    if (n == 0 || s.substr(i, n) == replacement_character) return true;
+    i += n;
+  }
+  return false;
+}
+
+void append_marked_byte(std::string& out, unsigned char c) {
+  constexpr char digits[] = "0123456789abcdef";
+  out += replacement_character;
+  out += digits[c >> 4];
+  out += digits[c & 15];
+}
+
 }  // namespace arenastat::detail

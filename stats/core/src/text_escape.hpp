@@ -9,7 +9,9 @@
 // one of its format: the JSON writer (json_writer.hpp: \uXXXX, invalid UTF-8
 // as U+FFFD, since a JSON reader must get a valid string back), the Prometheus
 // label and HELP escapes (prometheus.cpp: exactly the three escapes the
-// exposition formats define), JSON inside an HTML <script> (html.cpp:
+// exposition formats define; in a label value from a name, an invalid byte is
+// U+FFFD and its two hex digits and a literal U+FFFD is doubled, so distinct
+// names stay distinct series), JSON inside an HTML <script> (html.cpp:
 // json_for_script, '<' '>' '&' as \u escapes), quoted()/bounded() for
 // warnings about bad values (quoted.hpp, beside this file: ASCII only and
 // bounded) and wire::single_line (control_request.hpp: one
@@ -44,5 +46,15 @@ void append_escaped(std::string& out, std::string_view text, escape_rules rules 
 // Length of the well-formed UTF-8 sequence at the start of `s`, 0 if none
 // (also used by the JSON writer and the Prometheus label escape).
 std::size_t utf8_sequence(std::string_view s) noexcept;
+
+// Names written where text must be valid UTF-8 (JSON strings, Prometheus
+// label values) stay distinct: a name that is well-formed UTF-8 without
+// U+FFFD is written as it is; otherwise (needs_utf8_marking) each byte outside
+// well-formed UTF-8 is U+FFFD and its two lowercase hex digits
+// (append_marked_byte) and a literal U+FFFD is written twice. Raw names have
+// no U+FFFD, marked ones have one, and a marked one reads back one way only.
+inline constexpr std::string_view replacement_character = "\xef\xbf\xbd";  // U+FFFD
+bool needs_utf8_marking(std::string_view s) noexcept;
+void append_marked_byte(std::string& out, unsigned char c);
 
 }  // namespace arenastat::detail

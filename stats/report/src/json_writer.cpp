@@ -15,6 +15,7 @@ void append_json_string(std::string& out, std::string_view s) {
     for (int shift = 12; shift >= 0; shift -= 4) out += digits[(code >> shift) & 15];
   };
   out += '"';
+  const bool marked = needs_utf8_marking(s);  // names stay distinct (text_escape.hpp)
   std::size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
@@ -36,7 +37,7 @@ void append_json_string(std::string& out, std::string_view s) {
     }
     const std::size_t n = utf8_sequence(s.substr(i));
     if (n == 0) {
-      out += "\xef\xbf\xbd";  // U+FFFD for a byte outside well-formed UTF-8
+      append_marked_byte(out, c);  // U+FFFD and the byte's two hex digits
       ++i;
       continue;
     }
@@ -46,6 +47,9 @@ void append_json_string(std::string& out, std::string_view s) {
     } else if (n == 3 && c == 0xe2 && b1 == 0x80 &&
                (static_cast<unsigned char>(s[i + 2]) == 0xa8 || static_cast<unsigned char>(s[i + 2]) == 0xa9)) {
       u_escape(0x2000u + (static_cast<unsigned char>(s[i + 2]) & 0x3fu));  // U+2028, U+2029
+    } else if (marked && s.substr(i, n) == replacement_character) {
+      out += replacement_character;  // a literal U+FFFD is written twice
+      out += replacement_character;
     } else {
       out += s.substr(i, n);
     }

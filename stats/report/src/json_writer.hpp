@@ -2,8 +2,10 @@
 // compact (no blanks, one line), keys in the order written, appended straight
 // to a string (no document tree). Valid JSON for any byte string: strings
 // escape '"', '\\', every control character (U+0000-U+001F, U+007F-U+009F)
-// and U+2028/U+2029 as \uXXXX (or \n \t \r \b \f), and replace each byte
-// that is not part of well-formed UTF-8 by U+FFFD. Not installed.
+// and U+2028/U+2029 as \uXXXX (or \n \t \r \b \f), and write each byte
+// that is not part of well-formed UTF-8 as U+FFFD and its two hex digits
+// (a literal U+FFFD in such a string twice), so that distinct names stay
+// distinct (text_escape.hpp). Not installed.
 #pragma once
 #include <cstdint>
 #include <string>

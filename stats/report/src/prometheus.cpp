@@ -178,19 +178,6 @@ std::string scope_group(std::string_view name, unsigned depth) {
 
 namespace {
 
-constexpr std::string_view replacement_character = "\xef\xbf\xbd";  // U+FFFD
-
-// True when `value` must be marked to stay distinct: it has a byte outside
-// well-formed UTF-8 or a literal U+FFFD (the mark itself).
-bool needs_marking(std::string_view value) noexcept {
-  for (std::size_t i = 0; i < value.size();) {
-    const std::size_t n = detail::utf8_sequence(value.substr(i));
-    if (n == 0 || value.substr(i, n) == replacement_character) return true;
-    i += n;
-  }
-  return false;
-}
-
 // The three escapes of the exposition formats, for one ASCII byte.
 void append_label_byte(std::string& out, char c) {
   if (c == '\\') out += "\\\\";
@@ -199,24 +186,17 @@ void append_label_byte(std::string& out, char c) {
   else out += c;
 }
 
-// An invalid byte as U+FFFD and its two lowercase hex digits.
-void append_marked_byte(std::string& out, unsigned char c) {
-  constexpr char digits[] = "0123456789abcdef";
-  out += replacement_character;
-  out += digits[c >> 4];
-  out += digits[c & 15];
-}
-
 }  // namespace
 
 std::string escape_label_value(std::string_view value) {
-  const bool marked = needs_marking(value);
+  using detail::replacement_character;
+  const bool marked = detail::needs_utf8_marking(value);
   std::string out;
   out.reserve(value.size());
   for (std::size_t i = 0; i < value.size();) {
     const std::size_t n = detail::utf8_sequence(value.substr(i));
     if (n == 0) {
-      append_marked_byte(out, static_cast<unsigned char>(value[i]));
+      detail::append_marked_byte(out, static_cast<unsigned char>(value[i]));
       ++i;
       continue;
     }

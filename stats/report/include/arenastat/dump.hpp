@@ -57,8 +57,11 @@ std::string dump_file_name(int pid, std::time_t time);
 // Takes a snapshot and writes its summary. With an empty `path` the file is
 // dump_file_name(getpid(), now) in $ARENASTAT_DUMP_DIR (default: the working
 // directory), never overwriting an existing file (".1", ".2", ... is inserted
-// before ".txt" instead); a given `path` is created or replaced. Returns the
-// absolute path written. Throws std::system_error naming the path on failure.
+// before ".txt" instead); a given `path` is created or replaced, but never
+// written through a symbolic link (a link as its last component is refused:
+// a process run as root must not truncate what a link in a shared directory
+// points at). Returns the absolute path written. Throws std::system_error
+// naming the path on failure.
 std::string write_dump(std::string_view path = {},
                        std::optional<dump_sort> sort = std::nullopt);
 
