@@ -140,3 +140,37 @@ TEST_CASE("top on a terminal: negative live bytes draw no bar, the limit mark is
   CHECK(line_with(frame, "job!/limited") ==
         "        -      100B          -      2 \x1b[31;1m!\x1b[0m scope                     job!/limited");
 }
+
+TEST_CASE("top on a terminal: wide characters take two columns, and a row ends before the edge", "[cli][top]") {
+  // 20 CJK ideographs (U+6F22, two columns each). At 61 columns there is no
+  // bar (61 < 48 + 30): the row is the 48 fixed columns, then 6 ideographs
+  // (12 columns); a 7th would reach column 62.
+  std::string name;
+  for (int i = 0; i < 20; ++i) name += "\xe6\xbc\xa2";
+  const std::string wide_answer =
+      R"(--answer=ok\n{"pid":1,"process":{"rss_bytes":4096,"hwm_bytes":4096,"rss_anon_bytes":0},"entries":[)"
+      R"({"name":")" + name + R"(","kind":"account","live_bytes":5000,"peak_bytes":6000}]}\n)";
+  temp_dir dir;
+  const fake_server server({dir.file("%p.sock"), wide_answer});
+  cli_on_terminal cli({server.pid(), "top", "-d", "5"}, {{"ARENASTAT_SOCKET_DIR", dir.path()}}, 61, 12);
+  REQUIRE(cli.wait_for("\xe6\xbc\xa2"));
+  cli.type("q");
+  CHECK(cli.finish() == 0);
+  INFO(cli.received());
+  const std::vector<std::string> frame = last_frame(cli.received());
+  CHECK(line_with(frame, "\xe6\xbc\xa2") ==
+        "     4.9K      5.9K          -      -   account " + name.substr(0, 6 * 3));
+}
+
+TEST_CASE("top on a terminal lower than its header keeps the title on the first line", "[cli][top]") {
+  temp_dir dir;
+  const fake_server server({dir.file("%p.sock"), answer});
+  cli_on_terminal cli({server.pid(), "top", "-d", "5"}, {{"ARENASTAT_SOCKET_DIR", dir.path()}}, 100, 2);
+  REQUIRE(cli.wait_for("arenastat top - pid"));
+  cli.type("q");
+  CHECK(cli.finish() == 0);
+  INFO(cli.received());
+  const std::vector<std::string> frame = last_frame(cli.received());
+  REQUIRE(frame.size() == 2);
+  CHECK(frame[0].rfind("arenastat top - pid " + server.pid(), 0) == 0);
+}

@@ -11,14 +11,18 @@
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
+#include <wchar.h>
+#include <locale.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <clocale>
 #include <cstdlib>
 #include <ctime>
+#include <cwchar>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -355,20 +359,41 @@ class terminal {
   struct sigaction old_[NSIG] {};
 };
 
-// Cuts a line to `width` display columns (names are treated as one column per byte,
-// except UTF-8 continuation bytes).
+// Display columns of a code point on a terminal: glibc's wcwidth in the
+// C.UTF-8 locale (2 for East Asian wide and most emoji, 0 for combining
+// marks), 1 when it gives none.
+int columns_of(char32_t code) {
+  static const locale_t utf8 = ::newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+  if (utf8 == static_cast<locale_t>(nullptr)) return 1;
+  const locale_t before = ::uselocale(utf8);
+  const int w = ::wcwidth(static_cast<wchar_t>(code));
+  ::uselocale(before);
+  return w < 0 ? 1 : w;
+}
+
+// Cuts a line to `width` display columns: a character that would cross the
+// edge is left out; control bytes (the lines hold none: names are escaped)
+// show as '?', and a byte outside UTF-8 as one column.
 std::string fit(const std::string& s, int width) {
   std::string out;
   int cols = 0;
-  for (const char c : s) {
-    const bool continuation = (static_cast<unsigned char>(c) & 0xC0) == 0x80;
-    if (!continuation && cols == width) break;
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      out += '?';
-    } else {
-      out += c;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = c < 0x80 ? 1 : detail::utf8_sequence(std::string_view(s).substr(i));
+    if (n <= 1) {
+      if (cols + 1 > width) break;
+      out += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
+      ++cols;
+      ++i;
+      continue;
     }
-    if (!continuation) ++cols;
+    char32_t code = c & (0x7f >> n);
+    for (std::size_t k = 1; k < n; ++k) code = (code << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+    const int w = columns_of(code);
+    if (cols + w > width) break;
+    out.append(s, i, n);
+    cols += w;
+    i += n;
   }
   return out;
 }
@@ -412,6 +437,9 @@ std::string screen(long pid, const std::string& program, const top_options& o, o
     line += shown_name(r);
     lines.push_back(limit_mark_in_red(fit(line, width)));
   }
+  // A terminal lower than the four header lines keeps the first ones (the
+  // title first): a line past the bottom would scroll the title away.
+  if (static_cast<int>(lines.size()) > height) lines.resize(static_cast<std::size_t>(std::max(1, height)));
   std::string out = "\x1b[H";
   for (std::size_t i = 0; i < lines.size(); ++i) out += lines[i] + (i + 1 < lines.size() ? "\x1b[K\r\n" : "\x1b[K");
   out += "\x1b[J";  // clears what a taller previous frame left
