@@ -19,8 +19,11 @@ class tracking_grow_hook final : public grow_hook {
 }  // namespace
 
 grow_hook& tracking_hook() noexcept {
-  static tracking_grow_hook hook;  // trivially destructible in effect: no state
-  return hook;
+  // Never destroyed: arenas made before its first use (static objects, threads
+  // still running at exit) call it during static destruction. A local static
+  // would be destroyed first, and a call then reaches grow_hook's pure virtuals.
+  static tracking_grow_hook* const hook = new tracking_grow_hook;
+  return *hook;
 }
 
 }  // namespace arenastat

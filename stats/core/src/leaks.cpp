@@ -157,16 +157,21 @@ std::vector<leak> outstanding_leaks() {
 }
 
 void account::attach_resource() noexcept {
-  resources_.fetch_add(1, std::memory_order_relaxed);
+  resources_.fetch_add((std::uint64_t{1} << 32) + 1, std::memory_order_acq_rel);
   leak_access::set_reported(*this, false);
 }
 
 void account::detach_resource() noexcept {
-  if (resources_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  const std::uint64_t before = resources_.fetch_sub(1, std::memory_order_acq_rel);
+  if ((before & 0xffffffffu) != 1) return;
   const leak_mode mode = leak_checking();
   if (mode == leak_mode::off || exit_checked.load(std::memory_order_acquire) || !same_process()) return;
   try {
     const account_totals t = totals();
+    // Another resource attached since the count reached 0 (it may have
+    // allocated, even freed and gone, meanwhile): the totals are not this
+    // resource's leak. The last of those resources to go checks again.
+    if (resources_.load(std::memory_order_acquire) != before - 1) return;
     if (t.live_bytes <= 0) return;
     leak_access::set_reported(*this, true);
     detail::warn("arenastat: leak: " + describe_leak(account_leak(*this, t)) +

@@ -13,6 +13,13 @@
 //                         4096 bytes (tag node) taken in scope "leaks/\x1b[2J"
 //   leaks_child threads   a thread still allocating and freeing 64-byte blocks
 //                         through account leaks/busy while the process exits
+//   leaks_child churn     two threads each make 200,000 short-lived
+//                         tracking_resources of account leaks/churn, each
+//                         allocating and freeing 64 bytes: nothing leaks
+//   leaks_child static    an arena kept by a static object built before the
+//                         tracking hook's first use, holding a chunk when the
+//                         process exits (its destructor gives it back during
+//                         static destruction, after the hook's first use)
 //
 // Every block left held stays reachable from a global (LeakSanitizer quiet).
 #include <arenastat/arenastat.hpp>
@@ -84,6 +91,28 @@ void threads() {
   while (!started.load()) std::this_thread::yield();
 }
 
+void churn() {
+  auto work = [] {
+    for (int i = 0; i < 200000; ++i) {
+      arenastat::tracking_resource r{"leaks/churn"};
+      r.deallocate(r.allocate(64, 8), 64, 8);
+    }
+  };
+  std::thread a(work), b(work);
+  a.join();
+  b.join();
+}
+
+struct arena_holder {
+  arenastat::arena_resource* arena = nullptr;
+  ~arena_holder() { delete arena; }
+} static_holder;  // built during static initialisation, before main
+
+void static_arena() {
+  static_holder.arena = new arenastat::arena_resource{"node"};
+  (void)static_holder.arena->allocate(100);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,6 +122,8 @@ int main(int argc, char** argv) {
   else if (std::strcmp(mode, "exit") == 0) exit_held();
   else if (std::strcmp(mode, "threads") == 0) threads();
   else if (std::strcmp(mode, "names") == 0) names();
+  else if (std::strcmp(mode, "churn") == 0) churn();
+  else if (std::strcmp(mode, "static") == 0) static_arena();
   else {
     std::fprintf(stderr, "leaks_child: unknown mode '%s'\n", mode);
     return 2;

@@ -256,7 +256,9 @@ class account {
   // for leaks as ARENASTAT_LEAKS says (leaks.hpp). Out of line (leaks.cpp).
   void attach_resource() noexcept;
   void detach_resource() noexcept;
-  std::uint32_t resource_count() const noexcept { return resources_.load(std::memory_order_relaxed); }
+  std::uint32_t resource_count() const noexcept {
+    return static_cast<std::uint32_t>(resources_.load(std::memory_order_relaxed));
+  }
 
   account(const account&) = delete;
   account& operator=(const account&) = delete;
@@ -308,7 +310,10 @@ class account {
     std::atomic<std::int64_t> peak{0};
   } shared_;
   std::atomic<std::uint64_t> tags_used_{0};  // bit per declared tag
-  std::atomic<std::uint32_t> resources_{0};  // attach_resource - detach_resource
+  // Low 32 bits: resources attached now (attach_resource - detach_resource);
+  // high 32 bits: attachments ever, so that the last detacher can tell that
+  // another resource was attached while it read the totals (leaks.cpp).
+  std::atomic<std::uint64_t> resources_{0};
   std::atomic<bool> leak_reported_{false};   // reported when its last resource went; not again at exit
   friend struct leak_access;
   struct slow;   // mutex, slot list, breakdown at peak: slow paths only
