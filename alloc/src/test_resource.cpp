@@ -131,10 +131,20 @@ struct test_resource::state {
 test_resource::test_resource(std::string_view name, std::pmr::memory_resource* upstream)
     : test_resource(name, test_resource_options{}, upstream) {}
 
+namespace {
+
+// Checks the arguments before the account is made (a refused resource leaves
+// none behind), then returns it.
+account& checked_account(std::string_view name, const std::pmr::memory_resource* upstream) {
+  if (!upstream) throw std::invalid_argument("arenastat::test_resource: upstream resource is null");
+  return account::get(name);
+}
+
+}  // namespace
+
 test_resource::test_resource(std::string_view name, const test_resource_options& options,
                              std::pmr::memory_resource* upstream)
-    : state_(std::make_unique<state>()), account_(&account::get(name)), tag_(register_tag("heap")) {
-  if (!upstream) throw std::invalid_argument("arenastat::test_resource: upstream resource is null");
+    : state_(std::make_unique<state>()), account_(&checked_account(name, upstream)), tag_(register_tag("heap")) {
   state_->name = std::string(name);
   state_->options = options;
   state_->upstream = upstream;
@@ -223,12 +233,7 @@ void test_resource::fail(const std::string& message) {
 void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   state& s = *state_;
   std::unique_lock lock(s.mu);
-  if (s.limit >= 0 && s.limit-- == 0) {
-    s.limit = -1;
-    throw allocation_limit_reached(s.header() + ": allocation limit reached (allocation #" +
-                                   std::to_string(s.next_serial) + " of " + plural(static_cast<std::int64_t>(bytes), "byte", "bytes") +
-                                   " refused)");
-  }
+  // A refused request (bad alignment, too large) counts nothing, the limit included.
   if (!std::has_single_bit(alignment)) {
     ++s.misuses;
     const std::string message = s.header() + ": allocate(" + std::to_string(bytes) + ", " + std::to_string(alignment) +
@@ -238,6 +243,12 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   }
   std::size_t front = 0, total = 0;
   if (!s.layout(bytes, alignment, front, total)) throw std::bad_alloc();
+  if (s.limit >= 0 && s.limit-- == 0) {
+    s.limit = -1;
+    throw allocation_limit_reached(s.header() + ": allocation limit reached (allocation #" +
+                                   std::to_string(s.next_serial) + " of " + plural(static_cast<std::int64_t>(bytes), "byte", "bytes") +
+                                   " refused)");
+  }
   const bool scopes = s.options.charge_scopes && scopes_charged();
   if (scopes) check_scope_limits(bytes);  // a request that cannot fit is never made
   unsigned char* base;

@@ -452,3 +452,21 @@ TEST_CASE("catch2 helpers: an unsafe container fails the test", "[catch2][!shoul
   arenastat::test_resource mem{"testing/catch2-unsafe", {.quiet = true}};
   ARENASTAT_CHECK_EXCEPTION_SAFE(mem, [&] { growing_vector<false> g{&mem}; g.push_back(1); g.push_back(2); g.push_back(3); });
 }
+
+TEST_CASE("test_resource: a refused request does not use up the allocation limit", "[test_resource]") {
+  arenastat::test_resource r{"testing/limit-refused"};
+  r.set_allocation_limit(1);
+  CHECK_THROWS_AS(r.allocate(SIZE_MAX, 8), std::bad_alloc);
+  CHECK_THROWS_AS(r.allocate(8, 3), arenastat::test_resource_error);
+  CHECK(r.allocation_limit() == 1);
+  void* p = r.allocate(8);  // the one allowed
+  CHECK_THROWS_AS(r.allocate(8), arenastat::allocation_limit_reached);
+  r.deallocate(p, 8);
+}
+
+TEST_CASE("test_resource: a null upstream is refused before its account is made", "[test_resource]") {
+  const std::size_t accounts = arenastat::account_entry_count();
+  CHECK_THROWS_WITH(arenastat::test_resource("testing/null-upstream", nullptr),
+                    "arenastat::test_resource: upstream resource is null");
+  CHECK(arenastat::account_entry_count() == accounts);
+}

@@ -49,7 +49,8 @@ inline std::string blocks_text(std::int64_t blocks, std::int64_t bytes) {
 // Each violation is one failed check whose message says what, reported at `where`.
 class checked_block {
  public:
-  explicit checked_block(test_resource& resource, const Catch::SourceLineInfo& where = CATCH_INTERNAL_LINEINFO)
+  // `where`: the line failures are reported at (CATCH_INTERNAL_LINEINFO there).
+  checked_block(test_resource& resource, const Catch::SourceLineInfo& where)
       : resource_(resource), blocks_(resource.blocks_in_use()), bytes_(resource.bytes_in_use()),
         first_(resource.next_serial()), where_(where) {}
   ~checked_block() {
@@ -78,7 +79,7 @@ class checked_block {
 // resource (one failed check saying how much did).
 class no_default_resource {
  public:
-  explicit no_default_resource(const Catch::SourceLineInfo& where = CATCH_INTERNAL_LINEINFO) : where_(where) {}
+  explicit no_default_resource(const Catch::SourceLineInfo& where) : where_(where) {}
   ~no_default_resource() {
     if (const std::string m = guard_.message(); !m.empty()) fail_check_at(where_, m);
   }
