@@ -324,3 +324,87 @@ TEST_CASE("at exit: --prometheus writes the exposition to ARENASTAT_AT_EXIT_FILE
   std::remove(path.c_str());
   ::rmdir(dir.c_str());
 }
+
+TEST_CASE("at exit: --prometheus to a symbolic link writes through it, as the text report does", "[at_exit][prometheus]") {
+  // A rename would replace the link (or a device such as /dev/stderr) with a
+  // regular file: anything but a regular file is written in place.
+  const std::string dir = temp_path("-prom-link");
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  const std::string target = dir + "/target.prom", link = dir + "/link.prom";
+  REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=--prometheus", "ARENASTAT_AT_EXIT_FILE=" + link});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  struct stat st {};
+  REQUIRE(::lstat(link.c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
+  CHECK_THAT(read_file(target), Contains("\narenastat_account_live_bytes{account=\"child/cache\"} 200\n"));
+  std::remove(link.c_str());
+  std::remove(target.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("at exit: --prometheus that cannot be written says why and prints the exposition to stderr",
+          "[at_exit][prometheus]") {
+  const run_result r = run_child(
+      {"ARENASTAT_AT_EXIT=--prometheus", "ARENASTAT_AT_EXIT_FILE=/nonexistent-arenastat-dir/a\x1b[2J.prom"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, StartsWith("arenastat: cannot write the at-exit report to ARENASTAT_AT_EXIT_FILE "
+                               "'/nonexistent-arenastat-dir/a\\x1b[2J.prom': No such file or directory; "
+                               "printing it to stderr\n# HELP "));
+  CHECK_THAT(r.err, Contains("\narenastat_account_live_bytes{account=\"child/cache\"} 200\n"));
+}
+
+TEST_CASE("at exit: the .prom file is made with mode 0666 minus the umask", "[at_exit][prometheus]") {
+  const std::string dir = temp_path("-prom-mode");
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  const std::string path = dir + "/app.prom";
+  const mode_t before = ::umask(0);
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=--prometheus", "ARENASTAT_AT_EXIT_FILE=" + path});
+  ::umask(before);
+  CHECK(r.exit_code == 0);
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0666);
+  std::remove(path.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("at exit: a relative ARENASTAT_AT_EXIT_FILE is taken from the working directory at start-up",
+          "[at_exit]") {
+  char cwd[4096];
+  REQUIRE(::getcwd(cwd, sizeof cwd) != nullptr);
+  const std::string name = "arenastat-relative-" + std::to_string(::getpid()) + ".txt";
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=1", "ARENASTAT_AT_EXIT_FILE=" + name}, "chdir");
+  CHECK(r.exit_code == 0);
+  const std::string here = std::string(cwd) + "/" + name;
+  CHECK_THAT(read_file(here), StartsWith("arenastat report\n"));
+  std::remove(here.c_str());
+}
+
+TEST_CASE("at exit: the whole report reaches a non-blocking stderr", "[at_exit]") {
+  // About 560 KB, against a pipe of 64 KiB read by this process meanwhile.
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=1"}, "nonblock");
+  CHECK(r.exit_code == 0);
+  CHECK(occurrences(r.err, "child/many/") == 8000);
+  CHECK_THAT(r.err, Contains("\nTotal: "));
+}
+
+TEST_CASE("at exit: exit() from a signal handler that interrupted a scope's fold does not hang", "[at_exit]") {
+  // The handler may run while its thread holds the table's lock: the report
+  // is then skipped with a line saying so (the child's watchdog exits 99 on a hang).
+  for (int i = 0; i < 5; ++i) {
+    const run_result r = run_child({"ARENASTAT_AT_EXIT=1"}, "signal-exit");
+    CHECK(r.exit_code == 0);
+    const bool skipped = r.err.rfind("arenastat: the at-exit report and leak check are skipped", 0) == 0;
+    CHECK((skipped || r.err.rfind("arenastat report\n", 0) == 0));
+  }
+}
+
+TEST_CASE("at exit: ARENASTAT_TABLE_MAX takes the largest size_t", "[at_exit]") {
+  const run_result r = run_child({"ARENASTAT_TABLE_MAX=18446744073709551615"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  const run_result over = run_child({"ARENASTAT_TABLE_MAX=18446744073709551616"});
+  CHECK_THAT(over.err, StartsWith("arenastat: warning: ignoring ARENASTAT_TABLE_MAX='18446744073709551616'"));
+}

@@ -2,6 +2,7 @@
 #include "sys.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,6 +47,16 @@ int write_all(int fd, std::string_view text) noexcept {
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // A non-blocking descriptor (a stderr shared with a program that set
+      // O_NONBLOCK): wait until it takes more, at most write_stall_ms.
+      pollfd p{fd, POLLOUT, 0};
+      int ready;
+      do ready = ::poll(&p, 1, write_stall_ms);
+      while (ready < 0 && errno == EINTR);
+      if (ready > 0) continue;
+      return ready == 0 ? EAGAIN : errno;
+    }
     if (n <= 0) return n < 0 ? errno : EIO;
     done += static_cast<std::size_t>(n);
   }

@@ -19,8 +19,11 @@ void warn(std::string_view text) noexcept;
 // Names an errno value ("No such file or directory").
 std::string error_text(int err);
 
-// Writes all of `text` to `fd`, retrying on EINTR. Returns 0, or the errno of
-// the failure (EIO when write(2) wrote nothing). Never throws.
+// Writes all of `text` to `fd`, retrying on EINTR, and on a non-blocking `fd`
+// that is full waiting (poll) up to write_stall_ms each time for room. Returns
+// 0, or the errno of the failure (EIO when write(2) wrote nothing; EAGAIN when
+// a full descriptor took nothing for write_stall_ms). Never throws.
+inline constexpr int write_stall_ms = 10'000;
 int write_all(int fd, std::string_view text) noexcept;
 
 // `path` made absolute against the working directory ("" and "." are the

@@ -177,11 +177,12 @@ std::size_t table_max_from_env() noexcept {
   std::size_t n = 0;
   bool ok = true;
   for (const char* p = v; *p; ++p) {
-    if (*p < '0' || *p > '9' || n > (SIZE_MAX - 9) / 10) {
+    const auto digit = static_cast<std::size_t>(*p - '0');
+    if (*p < '0' || *p > '9' || n > (SIZE_MAX - digit) / 10) {  // n * 10 + digit would wrap
       ok = false;
       break;
     }
-    n = n * 10 + static_cast<std::size_t>(*p - '0');
+    n = n * 10 + digit;
   }
   if (ok) return n;
   const std::string_view text(v);
@@ -192,6 +193,9 @@ std::size_t table_max_from_env() noexcept {
 
 struct scope_table {
   short_mutex mutex;  // every scope's exit folds under it: no calls into the C library when free
+  // The holder's mark (table_lock), for the exit handler: exit() from a signal
+  // handler that interrupted this thread inside the lock must not wait for it.
+  std::atomic<const void*> holder{nullptr};
   boost::unordered_flat_set<record_ref, record_hash, record_eq> records;
   std::vector<folded_row> folded;  // at most max_folded_rows prefixes + "(other)"
   std::uint64_t folded_entries = 0;
@@ -204,6 +208,28 @@ struct scope_table {
     return *t;
   }
 };
+
+// The table's lock, marked with the holding thread (see scope_table::holder).
+thread_local const char table_holder_mark = 0;
+class table_lock {
+ public:
+  explicit table_lock(scope_table& t) noexcept : t_(t) {
+    t_.mutex.lock();
+    t_.holder.store(&table_holder_mark, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // seen by a signal handler on this thread
+  }
+  ~table_lock() {
+    t_.holder.store(nullptr, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t_.mutex.unlock();
+  }
+  table_lock(const table_lock&) = delete;
+  table_lock& operator=(const table_lock&) = delete;
+
+ private:
+  scope_table& t_;
+};
+
 
 std::string_view prefix_of(std::string_view name) noexcept {
   const std::size_t slash = name.find('/');
@@ -439,7 +465,7 @@ namespace {
 
 void fold_scope(const scope_run& run) noexcept {
   scope_table& t = scope_table::get();
-  std::lock_guard lock(t.mutex);
+  table_lock lock(t);
   // The common case, inline: the name folded last on this thread, and a run
   // that replaces no breakdown (below the largest peak, or no tags and no
   // counters on either side).
@@ -456,6 +482,11 @@ void fold_scope(const scope_run& run) noexcept {
 
 std::uint64_t lost_folds() noexcept { return scope_table::get().lost.load(std::memory_order_relaxed); }
 
+bool table_locked_by_this_thread() noexcept {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  return scope_table::get().holder.load(std::memory_order_relaxed) == &table_holder_mark;
+}
+
 }  // namespace arenastat::detail
 
 namespace arenastat {
@@ -468,7 +499,7 @@ table_copy table_copy::take(const copy_bound& bound) {
   detail::scope_table& t = detail::scope_table::get();
   std::vector<entry> folded;
   {
-    std::lock_guard lock(t.mutex);
+    detail::table_lock lock(t);
     // The records to copy: every one, or those the bound lets through.
     std::vector<const detail::scope_record*> chosen;
     const auto key_of = [](const detail::scope_record* r) { return scope_key{r->max_peak, r->count, r->name()}; };
@@ -586,7 +617,7 @@ std::vector<entry> snapshot() {
 void reset_peaks() {
   for (account* a : detail::all_accounts()) a->reset_peak();
   detail::scope_table& t = detail::scope_table::get();
-  std::lock_guard lock(t.mutex);
+  detail::table_lock lock(t);
   for (const detail::record_ref& x : t.records) {
     // The breakdown is forgotten in place (the name stays first; the slack is
     // reused or reallocated by the next largest run).
@@ -598,7 +629,7 @@ void reset_peaks() {
 
 std::size_t scope_entry_count() {
   detail::scope_table& t = detail::scope_table::get();
-  std::lock_guard lock(t.mutex);
+  detail::table_lock lock(t);
   return t.records.size();
 }
 
@@ -606,7 +637,7 @@ std::size_t account_entry_count() { return detail::all_accounts().size(); }
 
 void set_table_max(std::size_t max) {
   detail::scope_table& t = detail::scope_table::get();
-  std::lock_guard lock(t.mutex);
+  detail::table_lock lock(t);
   t.max.store(max, std::memory_order_relaxed);
   detail::compact(t);
 }
@@ -617,7 +648,7 @@ std::size_t table_max() noexcept {
 
 table_status table_status_now() {
   detail::scope_table& t = detail::scope_table::get();
-  std::lock_guard lock(t.mutex);
+  detail::table_lock lock(t);
   return detail::status_of(t);
 }
 

@@ -54,6 +54,11 @@ std::vector<account*> all_accounts();
 
 std::uint64_t lost_folds() noexcept;
 
+// True when the calling thread holds the table's lock: the exit handler then
+// runs in a signal handler that interrupted a fold (exit() called there), and
+// taking the lock would wait forever.
+bool table_locked_by_this_thread() noexcept;
+
 // Throws std::invalid_argument when `name` is empty or longer than
 // max_name_bytes; `who` starts the message ("arenastat::scope").
 void check_name(std::string_view name, std::string_view who);

@@ -7,6 +7,7 @@
 // static destruction are in the report). Its state is never destroyed and the
 // report goes out with write(2), so nothing it uses can have been torn down.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "arenastat/prometheus.hpp"
 #include "arenastat/report.hpp"
@@ -26,6 +28,7 @@
 #include "quoted.hpp"
 #include "report_internal.hpp"
 #include "sys.hpp"
+#include "table_internal.hpp"
 
 namespace arenastat {
 
@@ -49,6 +52,14 @@ at_exit_state& state() {
 using detail::write_all;
 
 void write_stderr(const char* s) noexcept { write_all(2, s); }
+
+// Whether `path` names something other than a regular file (a device such as
+// /dev/stderr, a pipe, a symbolic link): written in place, as the text report
+// is, not replaced by rename(2) as a .prom file is.
+bool names_special_file(const std::string& path) noexcept {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+}
 
 // Writes the report of `copy` to fd a chunk at a time. Returns 0, or the errno
 // of the first write that failed (the rest is then not rendered).
@@ -88,6 +99,13 @@ void print_report_at_exit() noexcept {
   report_options options;
   std::string file;
   bool to_file = false;
+  if (detail::table_locked_by_this_thread()) {
+    // exit() from a signal handler that interrupted this thread while it
+    // updated the table: the table cannot be read without waiting for itself.
+    write_stderr("arenastat: the at-exit report and leak check are skipped: exit() was called while this "
+                 "thread was updating the statistics table (from a signal handler?)\n");
+    return;
+  }
   // ARENASTAT_LEAKS (leaks.hpp): empty when off; later checks stay silent.
   const std::vector<leak> leaks = detail::leaks_at_exit();
   {
@@ -105,13 +123,19 @@ void print_report_at_exit() noexcept {
   try {
     const auto copy = std::make_shared<const table_copy>(detail::copy_for(options));
     const process_info proc = read_process_info();
-    if (to_file && options.format == report_format::prometheus) {
+    if (to_file && options.format == report_format::prometheus && !names_special_file(file)) {
       // A .prom file for the textfile collector: never half written.
       report_stream s = detail::stream_report(copy, proc, options, {});
       std::string text;
       std::string_view chunk;
       while (s.next(chunk)) text += chunk;
-      write_file_atomically(file, text);
+      try {
+        write_file_atomically(file, text);
+      } catch (const std::system_error& e) {
+        write_all(2, "arenastat: cannot write the at-exit report to ARENASTAT_AT_EXIT_FILE " + detail::quoted(file) +
+                         ": " + std::strerror(e.code().value()) + "; printing it to stderr\n");
+        write_all(2, text);
+      }
     } else {
       // Prometheus output gets no leaks section: the leak lines then go to stderr.
       const std::vector<leak> section = options.format == report_format::prometheus ? std::vector<leak>{} : leaks;
@@ -165,6 +189,14 @@ void arm(const report_options& options) {
   st.options = options;
   st.to_file = file && *file;
   st.file = st.to_file ? file : "";
+  // A relative path is taken from the working directory of now (start-up for
+  // the environment), not of the exit: the program may chdir meanwhile.
+  if (st.to_file) {
+    try {
+      st.file = detail::absolute_path(st.file, "ARENASTAT_AT_EXIT_FILE");
+    } catch (const std::exception&) {  // no working directory: tried as given at exit
+    }
+  }
 }
 
 }  // namespace

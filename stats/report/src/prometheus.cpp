@@ -443,7 +443,7 @@ struct temporary_file {
 // collector never reads it, and never one that exists (O_EXCL, no symlink
 // followed), so a temporary left by a killed run, even one with the same pid
 // (PID 1 in a container), cannot block the write. Not mkostemp(3): it creates
-// mode 0600, and the file is meant to be 0644 under the umask like any other.
+// mode 0600, and the file is meant to be 0666 minus the umask like any other.
 temporary_file create_temporary_beside(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
@@ -453,7 +453,7 @@ temporary_file create_temporary_beside(const std::string& path) {
   std::string temp;
   for (int i = 0; i < attempts; ++i) {
     temp = prefix + hex64(temporary_suffix());
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd >= 0) return {fd, temp};
     if (errno != EEXIST) throw std::system_error(errno, std::generic_category(), "metrics: cannot create " + temp);
   }

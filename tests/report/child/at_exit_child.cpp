@@ -8,6 +8,16 @@
 //   at_exit_child late      the same, plus scope "child/late" run by the
 //                           destructor of a static object
 //   at_exit_child fork      the same, then a fork()ed child that calls exit(0)
+//   at_exit_child chdir     the same, then chdir("/") before exiting
+//   at_exit_child nonblock  the same plus 8,000 scopes "child/many/N", with
+//                           stderr made non-blocking (a report of about 560 KB)
+//   at_exit_child signal-exit  scopes of 50,000 names in a loop until a timer
+//                           signal's handler calls exit(0) (20 ms in); a
+//                           watchdog thread ends the process with status 99
+//                           if it has not exited 10 s later
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,7 +25,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <exception>
+#include <string>
+#include <thread>
 
 namespace {
 
@@ -49,6 +62,19 @@ struct late_work {
   }
 };
 
+void exit_from_handler(int) { std::exit(0); }
+
+[[noreturn]] void signal_exit() {
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    ::_exit(99);  // the exit handler hung
+  }).detach();
+  ::signal(SIGALRM, exit_from_handler);
+  const itimerval in_20ms{{0, 0}, {0, 20000}};
+  ::setitimer(ITIMER_REAL, &in_20ms, nullptr);
+  for (unsigned i = 0;; ++i) arenastat::scope s{"child/loop/" + std::to_string(i % 50000)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -66,6 +92,13 @@ int main(int argc, char** argv) try {
     int status = 0;
     ::waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 4;
+  } else if (std::strcmp(mode, "chdir") == 0) {
+    if (::chdir("/") != 0) return 5;
+  } else if (std::strcmp(mode, "nonblock") == 0) {
+    for (int i = 0; i < 8000; ++i) arenastat::scope s{"child/many/" + std::to_string(i)};
+    ::fcntl(2, F_SETFL, ::fcntl(2, F_GETFL) | O_NONBLOCK);
+  } else if (std::strcmp(mode, "signal-exit") == 0) {
+    signal_exit();
   } else if (*mode) {
     std::fprintf(stderr, "at_exit_child: unknown mode '%s'\n", mode);
     return 2;
