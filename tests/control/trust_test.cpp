@@ -196,41 +196,6 @@ TEST_CASE("dump with a relative path writes it relative to the caller", "[contro
   CHECK_FALSE(exists(work.file("mine.txt")));
 }
 
-namespace {
-
-std::string contents(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-}  // namespace
-
-TEST_CASE("html -o and dump PATH refuse a symbolic link and leave what it points at alone",
-          "[control][trust][html][dump][threads]") {
-  temp_dir sockets, shared;
-  target t(sockets.path());
-  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
-  const std::string victim = shared.file("victim");
-  { std::ofstream(victim) << "SECRET\n"; }
-  const std::string page = shared.file("report.html"), dump = shared.file("d.txt");
-  REQUIRE(::symlink(victim.c_str(), page.c_str()) == 0);
-  REQUIRE(::symlink(victim.c_str(), dump.c_str()) == 0);
-
-  const cli_result html = run_cli({t.pid_text(), "html", "-o", page}, env);
-  CHECK(html.status == 4);
-  CHECK(html.out.empty());
-  CHECK(html.err == "arenastat: html: refusing to write " + page +
-                        ": it is a symbolic link (arenastat never writes through one); remove it or choose another "
-                        "FILE\n");
-  const cli_result dumped = run_cli({t.pid_text(), "dump", dump}, env);
-  CHECK(dumped.status == 1);
-  CHECK(dumped.out.empty());
-  CHECK(dumped.err == "arenastat: " + t.pid_text() + ": dump: refusing to write " + dump +
-                          ": it is a symbolic link (a dump never writes through one); remove it or give another "
-                          "PATH\n");
-  CHECK(contents(victim) == "SECRET\n");
-}
-
 TEST_CASE("listing never removes a file that is not a socket", "[control][trust]") {
   temp_dir sockets;
   const std::string file = sockets.file(std::to_string(dead_pid()) + ".sock");

@@ -22,8 +22,10 @@
 
 #include "arenastat/report.hpp"
 #include "chunk_stream.hpp"
+#include "quoted.hpp"
 #include "sys.hpp"
 #include "text_escape.hpp"
+#include "write_open.hpp"
 
 namespace arenastat {
 
@@ -120,23 +122,20 @@ class refused_path : public std::system_error {
 };
 
 // Creates the dump file: exclusively (-1 when it exists) or replacing one,
-// never through a symbolic link (a process run as root must not truncate
-// whatever a link planted in a shared directory points at).
+// never through a symbolic link another user owns (a process run as root
+// must not truncate whatever a link planted in a shared directory points
+// at); a link of root's or of this process's euid is followed (write_open.hpp).
 int create_file(const std::string& path, bool exclusive) {
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (exclusive ? O_EXCL : O_TRUNC);
-  const int fd = ::open(path.c_str(), flags, 0644);
-  if (fd < 0) {
-    const int err = errno;
-    if (exclusive && err == EEXIST) return -1;
-    struct stat st {};
-    if (err == ELOOP && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-      throw refused_path(err, "dump: refusing to write " + path +
-                                  ": it is a symbolic link (a dump never writes through one); remove it or give "
-                                  "another PATH");
-    }
-    throw std::system_error(err, std::generic_category(), "dump: cannot create " + path);
+  const files::write_open opened =
+      files::open_to_write(path, O_WRONLY | O_CREAT | (exclusive ? O_EXCL : O_TRUNC), 0644);
+  if (opened.fd >= 0) return opened.fd;
+  if (exclusive && opened.error == EEXIST) return -1;
+  if (opened.refused_link_owner) {
+    throw refused_path(opened.error, "dump: refusing to write " + detail::quoted(path) + ": " +
+                                         files::refused_link_reason(*opened.refused_link_owner) +
+                                         "; give another PATH");
   }
-  return fd;
+  throw std::system_error(opened.error, std::generic_category(), "dump: cannot create " + path);
 }
 
 // Writes the dump of `c` into the open `fd` (closed here) a chunk at a time.
