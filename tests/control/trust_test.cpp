@@ -86,8 +86,8 @@ TEST_CASE("the CLI refuses a socket directory open to group or others (exit 4)",
   const cli_result r = run_cli({t.pid_text(), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
   CHECK(r.status == 4);
   CHECK(r.out.empty());
-  CHECK(r.err == "arenastat: refusing socket directory " + sockets.path() +
-                     ": mode 0755 is open to group or others (expected 0700)\n");
+  CHECK(r.err == "arenastat: refusing socket directory '" + sockets.path() +
+                     "' (ARENASTAT_SOCKET_DIR): mode 0755 is open to group or others (expected 0700)\n");
 }
 
 TEST_CASE("the CLI refuses a socket directory that is a symbolic link (exit 4)", "[control][trust][threads]") {
@@ -98,7 +98,7 @@ TEST_CASE("the CLI refuses a socket directory that is a symbolic link (exit 4)",
   const cli_result r = run_cli({t.pid_text(), "stats"}, {{"ARENASTAT_SOCKET_DIR", link}});
   CHECK(r.status == 4);
   CHECK(r.out.empty());
-  CHECK(r.err == "arenastat: refusing socket directory " + link + ": it is a symbolic link\n");
+  CHECK(r.err == "arenastat: refusing socket directory '" + link + "' (ARENASTAT_SOCKET_DIR): it is a symbolic link\n");
 }
 
 TEST_CASE("the CLI refuses a server whose SO_PEERCRED pid is not the target's (exit 4)",
@@ -110,7 +110,7 @@ TEST_CASE("the CLI refuses a server whose SO_PEERCRED pid is not the target's (e
   const cli_result r = run_cli({t.pid_text(), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
   CHECK(r.status == 4);
   CHECK(r.out.empty());
-  CHECK(r.err == "arenastat: refusing the server at " + sock + ": it is process " + impostor.pid() +
+  CHECK(r.err == "arenastat: refusing the server at '" + sock + "': it is process " + impostor.pid() +
                      ", not process " + t.pid_text() + "\n");
 }
 
@@ -161,9 +161,9 @@ TEST_CASE("a process started with ARENASTAT_CONTROL=1 whose socket is not up yet
   const cli_result r =
       run_cli({"--timeout=300", s.pid_text(), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
   CHECK(r.status == 3);
-  CHECK(r.err == "arenastat: process " + s.pid_text() + " has no control socket at " +
+  CHECK(r.err == "arenastat: process " + s.pid_text() + " has no control socket at '" +
                      sockets.file(s.pid_text() + ".sock") +
-                     " yet: it was started with ARENASTAT_CONTROL=1 but its server is not up after 300 ms (still "
+                     "' yet: it was started with ARENASTAT_CONTROL=1 but its server is not up after 300 ms (still "
                      "starting, or it failed to start: see its stderr); retry\n");
 }
 
@@ -172,9 +172,9 @@ TEST_CASE("a process started with another ARENASTAT_SOCKET_DIR is told which (ex
   const sleeper s({{"ARENASTAT_CONTROL", "1"}, {"ARENASTAT_SOCKET_DIR", theirs.path()}});
   const cli_result r = run_cli({s.pid_text(), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
   CHECK(r.status == 3);
-  CHECK(r.err == "arenastat: process " + s.pid_text() + " has no control socket at " +
-                     sockets.file(s.pid_text() + ".sock") + ": it was started with ARENASTAT_SOCKET_DIR=" +
-                     theirs.path() + "; set the same in this shell\n");
+  CHECK(r.err == "arenastat: process " + s.pid_text() + " has no control socket at '" +
+                     sockets.file(s.pid_text() + ".sock") + "': it was started with ARENASTAT_SOCKET_DIR='" +
+                     theirs.path() + "'; set the same in this shell\n");
 }
 
 TEST_CASE("the server's dump accepts only an absolute path", "[control][trust][threads]") {
@@ -203,8 +203,8 @@ TEST_CASE("listing never removes a file that is not a socket", "[control][trust]
   const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
   CHECK(r.status == 0);
   CHECK(exists(file));
-  CHECK(r.err == "arenastat: ignoring " + file + ": it is not a socket\n"
-                 "arenastat: no queryable processes in " + sockets.path() + "; start a program with ARENASTAT_CONTROL=1\n");
+  CHECK(r.err == "arenastat: ignoring '" + file + "': it is not a socket\n"
+                 "arenastat: no queryable processes in '" + sockets.path() + "' (ARENASTAT_SOCKET_DIR); start a program with ARENASTAT_CONTROL=1\n");
 }
 
 TEST_CASE("listing refuses a socket directory that is a symbolic link and removes nothing", "[control][trust]") {
@@ -216,6 +216,6 @@ TEST_CASE("listing refuses a socket directory that is a symbolic link and remove
   const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", link}});
   CHECK(r.status == 4);
   CHECK(r.out.empty());
-  CHECK(r.err == "arenastat: refusing socket directory " + link + ": it is a symbolic link\n");
+  CHECK(r.err == "arenastat: refusing socket directory '" + link + "' (ARENASTAT_SOCKET_DIR): it is a symbolic link\n");
   CHECK(exists(stale));
 }

@@ -51,6 +51,11 @@ std::string socket_dir(uid_t uid) {
   return "/tmp/arenastat-" + std::to_string(uid);
 }
 
+std::string socket_dir_origin() {
+  const char* env = std::getenv("ARENASTAT_SOCKET_DIR");
+  return env != nullptr && *env != '\0' ? " (ARENASTAT_SOCKET_DIR)" : "";
+}
+
 std::string socket_name(long pid) { return std::to_string(pid) + ".sock"; }
 
 std::string socket_path(std::string_view dir, long pid) {

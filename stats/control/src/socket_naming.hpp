@@ -20,6 +20,10 @@ namespace arenastat::naming {
 // the uid that owns the target process.
 std::string socket_dir(uid_t uid);
 
+// " (ARENASTAT_SOCKET_DIR)" when socket_dir() takes the directory from that
+// variable, else "": a message naming the directory says where it came from.
+std::string socket_dir_origin();
+
 // "<pid>.sock" and "<dir>/<pid>.sock".
 std::string socket_name(long pid);
 std::string socket_path(std::string_view dir, long pid);
