@@ -81,8 +81,8 @@ TEST_CASE("the listing removes sockets of processes that no longer exist", "[con
   const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
   CHECK(r.status == 0);
   CHECK_FALSE(exists(stale));
-  CHECK(r.err == "arenastat: removed " + stale + " (process " + dead + " no longer exists)\n"
-                 "arenastat: no queryable processes in " + sockets.path() + "; start a program with ARENASTAT_CONTROL=1\n");
+  CHECK(r.err == "arenastat: removed '" + stale + "' (process " + dead + " no longer exists)\n"
+                 "arenastat: no queryable processes in '" + sockets.path() + "' (ARENASTAT_SOCKET_DIR); start a program with ARENASTAT_CONTROL=1\n");
 }
 
 TEST_CASE("help lists every command", "[control][cli][threads]") {
@@ -248,8 +248,8 @@ TEST_CASE("exit codes: dead pid 3, bad command 2, bad pid 2, no socket 3, target
 
   const cli_result no_socket = run_cli({std::to_string(::getpid()), "stats"}, env);
   CHECK(no_socket.status == 3);
-  CHECK(no_socket.err.find("has no control socket at " + sockets.path() + "/" + std::to_string(::getpid()) +
-                           ".sock: start it with ARENASTAT_CONTROL=1") != std::string::npos);
+  CHECK(no_socket.err.find("has no control socket at '" + sockets.path() + "/" + std::to_string(::getpid()) +
+                           ".sock': start it with ARENASTAT_CONTROL=1") != std::string::npos);
 
   const cli_result bad_option = run_cli({t.pid_text(), "stats", "--sort=size"}, env);
   CHECK(bad_option.status == 1);
@@ -282,7 +282,7 @@ TEST_CASE("the client refuses a socket open to group or others", "[control][cli]
   REQUIRE(::chmod(sock.c_str(), 0666) == 0);
   const cli_result r = run_cli({t.pid_text(), "help"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
   CHECK(r.status == 4);
-  CHECK(r.err == "arenastat: refusing " + sock + ": mode 0666 is open to group or others (expected 0600); it is not "
+  CHECK(r.err == "arenastat: refusing '" + sock + "': mode 0666 is open to group or others (expected 0600); it is not "
                  "secure\n");
 }
 
@@ -382,8 +382,8 @@ TEST_CASE("a socket directory open to others keeps the server off with a reason"
   ::close(p.in);
   CHECK(wait_exit(p.pid) == 0);
   const std::string err = read_all(p.err, 1s);
-  CHECK(err.find("arenastat control: socket directory " + sockets.path() +
-                 " has mode 0755, open to group or others; it must be 0700") != std::string::npos);
+  CHECK(err.find("arenastat control: socket directory '" + sockets.path() +
+                 "' (ARENASTAT_SOCKET_DIR) has mode 0755, open to group or others; it must be 0700") != std::string::npos);
   CHECK(files_in(sockets.path(), "").size() == 2);
   ::close(p.out);
   ::close(p.err);
@@ -413,7 +413,7 @@ TEST_CASE("a socket nobody listens on is unreachable (exit 3) with what to do", 
   const cli_result r = run_cli({me, "help"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
   ::close(fd);
   CHECK(r.status == 3);
-  CHECK(r.err.find("nobody listens at " + sockets.file(me + ".sock")) != std::string::npos);
+  CHECK(r.err.find("nobody listens at '" + sockets.file(me + ".sock") + "'") != std::string::npos);
   CHECK(r.err.find("restart it with ARENASTAT_CONTROL=1") != std::string::npos);
 }
 

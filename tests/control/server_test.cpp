@@ -54,8 +54,8 @@ TEST_CASE("start refuses a directory open to group or others", "[control][server
   temp_dir d;
   REQUIRE(::chmod(d.path().c_str(), 0750) == 0);
   CHECK_THROWS_WITH(control::start(in(d)),
-                    "arenastat control: socket directory " + d.path() +
-                        " has mode 0750, open to group or others; it must be 0700 (chmod 700 " + d.path() + ")");
+                    "arenastat control: socket directory '" + d.path() +
+                        "' has mode 0750, open to group or others; it must be 0700 (chmod 700 '" + d.path() + "')");
   CHECK_FALSE(control::running());
 }
 
@@ -69,7 +69,7 @@ TEST_CASE("start refuses a directory owned by another user", "[control][server]"
   temp_dir d;
   REQUIRE(::chown(d.path().c_str(), nobody->pw_uid, nobody->pw_gid) == 0);
   CHECK_THROWS_WITH(control::start(in(d)),
-                    "arenastat control: socket directory " + d.path() + " is owned by uid " +
+                    "arenastat control: socket directory '" + d.path() + "' is owned by uid " +
                         std::to_string(nobody->pw_uid) + ", not by this process's uid 0; refusing to start");
 }
 
@@ -78,8 +78,8 @@ TEST_CASE("start refuses a symbolic link as the directory", "[control][server]")
   REQUIRE(::symlink(d.path().c_str(), d.file("link").c_str()) == 0);
   control::options o;
   o.socket_dir = d.file("link");
-  CHECK_THROWS_WITH(control::start(o), "arenastat control: socket directory " + d.file("link") +
-                                           " is a symbolic link; refusing to use it");
+  CHECK_THROWS_WITH(control::start(o), "arenastat control: socket directory '" + d.file("link") +
+                                           "' is a symbolic link; refusing to use it");
 }
 
 TEST_CASE("start refuses a socket path longer than sun_path", "[control][server]") {

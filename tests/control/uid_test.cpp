@@ -102,7 +102,7 @@ TEST_CASE("as root, a socket directory another user created first is refused (ex
   ::close(forger.err);
   CHECK(r.status == 4);
   CHECK(r.out.empty());
-  CHECK(r.err == "arenastat: refusing socket directory " + sockets + ": it is owned by uid " +
+  CHECK(r.err == "arenastat: refusing socket directory '" + sockets + "' (ARENASTAT_SOCKET_DIR): it is owned by uid " +
                      std::to_string(nobody_uid()) + ", not by uid 0 (the owner of process " + victim.pid_text() +
                      "); another user may have created it first: remove it, or use another ARENASTAT_SOCKET_DIR\n");
 }
@@ -121,7 +121,7 @@ TEST_CASE("as root, listing does not follow another user's symbolic link nor rem
   const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", link}});
   CHECK(r.status == 4);
   CHECK(r.out.empty());
-  CHECK(r.err == "arenastat: refusing socket directory " + link + ": it is a symbolic link\n");
+  CHECK(r.err == "arenastat: refusing socket directory '" + link + "' (ARENASTAT_SOCKET_DIR): it is a symbolic link\n");
   CHECK(exists(precious));
 }
 
@@ -134,7 +134,7 @@ TEST_CASE("as root, a socket owned by another user is refused (exit 4)", "[contr
   REQUIRE(::lchown(sock.c_str(), nobody_uid(), static_cast<gid_t>(-1)) == 0);
   const cli_result r = run_cli({victim.pid_text(), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
   CHECK(r.status == 4);
-  CHECK(r.err == "arenastat: refusing " + sock + ": it is owned by uid " + std::to_string(nobody_uid()) +
+  CHECK(r.err == "arenastat: refusing '" + sock + "': it is owned by uid " + std::to_string(nobody_uid()) +
                      ", not by uid 0 (the owner of process " + victim.pid_text() + ")\n");
 }
 

@@ -27,7 +27,7 @@ TEST_CASE("a dump to a full device is an error of the process (exit 1)", "[contr
   const cli_result r = run_cli({t.pid_text(), "dump", "/dev/full"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
   CHECK(r.status == 1);
   CHECK(r.out.empty());
-  CHECK(r.err == "arenastat: " + t.pid_text() + ": dump: cannot write /dev/full: No space left on device\n");
+  CHECK(r.err == "arenastat: " + t.pid_text() + ": dump: cannot write '/dev/full': No space left on device\n");
 }
 
 namespace {

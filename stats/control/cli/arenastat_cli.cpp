@@ -32,6 +32,7 @@
 #include "cli.hpp"
 #include "cli_failure.hpp"
 #include "control_request.hpp"
+#include "quoted.hpp"
 #include "socket_naming.hpp"
 #include "terminal_text.hpp"
 #include "trust.hpp"
@@ -127,18 +128,18 @@ int list_processes() {
   const std::string dir_path = naming::socket_dir(me);
   const std::optional<trusted_dir> dir = trusted_dir::open(dir_path, {me, "you (uid " + std::to_string(me) + ")"});
   if (!dir) {
-    note("no queryable processes (" + dir_path + ": " + error_text(ENOENT) +
+    note("no queryable processes (" + shown_dir(dir_path) + ": " + error_text(ENOENT) +
          "); start a program with ARENASTAT_CONTROL=1");
     return exit_ok;
   }
   const int listing = ::openat(dir->fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR* d = listing < 0 ? nullptr : ::fdopendir(listing);
-  if (d == nullptr) throw failure{exit_unreachable, "cannot list " + dir_path + ": " + error_text(errno)};
+  if (d == nullptr) throw failure{exit_unreachable, "cannot list " + dir->shown() + ": " + error_text(errno)};
   std::vector<long> pids;
   while (const dirent* e = ::readdir(d)) {
     const std::optional<long> pid = naming::pid_of_socket_name(e->d_name);
     if (!pid) continue;
-    const std::string path = dir->file(e->d_name);
+    const std::string path = dir->shown_file(e->d_name);
     struct stat st {};
     if (::fstatat(dir->fd(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (!S_ISSOCK(st.st_mode)) {
@@ -158,7 +159,7 @@ int list_processes() {
   }
   ::closedir(d);
   if (pids.empty()) {
-    note("no queryable processes in " + dir_path + "; start a program with ARENASTAT_CONTROL=1");
+    note("no queryable processes in " + dir->shown() + "; start a program with ARENASTAT_CONTROL=1");
     return exit_ok;
   }
   std::sort(pids.begin(), pids.end());
@@ -201,7 +202,7 @@ std::optional<std::string> start_environment(long pid, std::string_view name) {
 // to serve (its socket may not be up yet), else says how to start it.
 // Returns the checked directory once the socket exists.
 trusted_dir wait_for_socket(long pid, const std::string& dir_path, const expected_owner& owner, int timeout_ms) {
-  const std::string path = naming::socket_path(dir_path, pid);
+  const std::string path = shown_path(naming::socket_path(dir_path, pid));
   const std::string who = "process " + std::to_string(pid);
   const std::optional<std::string> control = start_environment(pid, "ARENASTAT_CONTROL");
   if (control != std::optional<std::string>("1")) {
@@ -215,7 +216,7 @@ trusted_dir wait_for_socket(long pid, const std::string& dir_path, const expecte
     while (theirs.size() > 1 && theirs.back() == '/') theirs.pop_back();
     if (theirs != dir_path) {
       throw failure{exit_unreachable, who + " has no control socket at " + path + ": it was started with "
-                                          "ARENASTAT_SOCKET_DIR=" + theirs + "; set the same in this shell"};
+                                          "ARENASTAT_SOCKET_DIR=" + arenastat::detail::quoted(theirs) + "; set the same in this shell"};
     }
   }
   const int wait_ms = std::min(timeout_ms, startup_wait_ms);
@@ -410,7 +411,7 @@ std::string ask_target(long pid, const std::string& line, int timeout_ms, const 
     int fd;
     ~closer() { ::close(fd); }
   } guard{fd};
-  check_peer(fd, dir->file(name), pid, owner);
+  check_peer(fd, dir->shown_file(name), pid, owner);
   const std::string answer = exchange(fd, pid, line, timeout_ms, deadline, watch);
 
   const std::size_t eol = answer.find('\n');

@@ -1,7 +1,6 @@
 // `arenastat <pid> html [-o FILE] [report options]`: asks the target for
 // `stats --html [options]` and writes the page to FILE (or stdout).
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -10,6 +9,8 @@
 
 #include "cli.hpp"
 #include "control_request.hpp"
+#include "quoted.hpp"
+#include "write_open.hpp"
 
 namespace arenastat::cli {
 
@@ -22,19 +23,17 @@ constexpr std::array html_table{
 };
 
 // Opens FILE for the page: created (0644) or truncated, never through a
-// symbolic link (trust rule 9): root writing into a directory others can
-// write to would replace whatever a planted link points at.
+// symbolic link another user owns (trust rule 9): root writing into a
+// directory others can write to would replace whatever a planted link points
+// at. A link of root's or of the caller's (/dev/stdout) is followed.
 int open_page_file(const std::string& file) {
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd >= 0) return fd;
-  const int err = errno;
-  struct stat st {};
-  if (err == ELOOP && ::lstat(file.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    throw failure{exit_refused, "html: refusing to write " + file +
-                                    ": it is a symbolic link (arenastat never writes through one); remove it or "
-                                    "choose another FILE"};
+  const files::write_open opened = files::open_to_write(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (opened.fd >= 0) return opened.fd;
+  if (opened.refused_link_owner) {
+    throw failure{exit_refused, "html: refusing to write " + detail::quoted(file) + ": " +
+                                    files::refused_link_reason(*opened.refused_link_owner) + "; choose another FILE"};
   }
-  throw failure{exit_output, "html: cannot write " + file + ": " + error_text(err)};
+  throw failure{exit_output, "html: cannot write " + file + ": " + error_text(opened.error)};
 }
 
 // Writes the whole page to FILE; a failed write or close is exit_output.

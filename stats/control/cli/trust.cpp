@@ -15,6 +15,9 @@
 #include <system_error>
 #include <thread>
 
+#include "quoted.hpp"
+#include "socket_naming.hpp"
+
 namespace arenastat::cli {
 
 std::string error_text(int err) { return std::error_code(err, std::generic_category()).message(); }
@@ -25,8 +28,12 @@ std::string octal_mode(unsigned mode) {
   return buf;
 }
 
+std::string shown_dir(const std::string& dir) { return detail::quoted(dir) + naming::socket_dir_origin(); }
+
+std::string shown_path(const std::string& path) { return detail::quoted(path); }
+
 std::optional<trusted_dir> trusted_dir::open(const std::string& path, const expected_owner& owner) {
-  const std::string what = "refusing socket directory " + path + ": ";
+  const std::string what = "refusing socket directory " + shown_dir(path) + ": ";
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
@@ -37,14 +44,14 @@ std::optional<trusted_dir> trusted_dir::open(const std::string& path, const expe
     }
     if (err == ENOTDIR) throw failure{exit_refused, what + "it is not a directory"};
     if (err == EACCES) {
-      throw failure{exit_unreachable, "permission denied opening the socket directory " + path + ": run arenastat as " +
+      throw failure{exit_unreachable, "permission denied opening the socket directory " + shown_dir(path) + ": run arenastat as " +
                                           owner.described + " or as root"};
     }
-    throw failure{exit_unreachable, "cannot open the socket directory " + path + ": " + error_text(err)};
+    throw failure{exit_unreachable, "cannot open the socket directory " + shown_dir(path) + ": " + error_text(err)};
   }
   trusted_dir dir(fd, path);
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw failure{exit_unreachable, "cannot inspect " + path + ": " + error_text(errno)};
+  if (::fstat(fd, &st) != 0) throw failure{exit_unreachable, "cannot inspect " + dir.shown() + ": " + error_text(errno)};
   if (st.st_uid != owner.uid) {
     throw failure{exit_refused, what + "it is owned by uid " + std::to_string(st.st_uid) + ", not by " +
                                     owner.described + "; another user may have created it first: remove it, or "
@@ -75,7 +82,7 @@ trusted_dir::~trusted_dir() {
 }
 
 bool check_socket(const trusted_dir& dir, const std::string& name, const expected_owner& owner) {
-  const std::string path = dir.file(name);
+  const std::string path = dir.shown_file(name);
   struct stat st {};
   if (::fstatat(dir.fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return false;
@@ -139,7 +146,7 @@ int finish_connect(int fd, clock_type::time_point deadline) {
 
 int connect_in(const trusted_dir& dir, const std::string& name, long pid, clock_type::time_point deadline,
                int timeout_ms) {
-  const std::string shown = dir.file(name);
+  const std::string shown = dir.shown_file(name);
   const std::string via = "/proc/self/fd/" + std::to_string(dir.fd()) + "/" + name;
   sockaddr_un a{};
   a.sun_family = AF_UNIX;

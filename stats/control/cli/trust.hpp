@@ -21,6 +21,14 @@ struct expected_owner {
   std::string described;
 };
 
+// How a message names the socket directory `dir`: quoted (escaped, at most
+// 200 bytes: detail::quoted), then " (ARENASTAT_SOCKET_DIR)" when that
+// variable set it.
+std::string shown_dir(const std::string& dir);
+
+// How a message names a path (a socket in the directory): quoted.
+std::string shown_path(const std::string& path);
+
 // A socket directory opened with O_NOFOLLOW and checked through its descriptor:
 // a directory, owned by the expected uid, mode without group/other bits.
 class trusted_dir {
@@ -36,6 +44,8 @@ class trusted_dir {
   int fd() const noexcept { return fd_; }
   const std::string& path() const noexcept { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
+  std::string shown() const { return shown_dir(path_); }
+  std::string shown_file(const std::string& name) const { return shown_path(file(name)); }
 
  private:
   trusted_dir(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
@@ -62,7 +72,8 @@ inline constexpr std::chrono::milliseconds busy_queue_grace{200};
 int connect_in(const trusted_dir& dir, const std::string& name, long pid,
                std::chrono::steady_clock::time_point deadline, int timeout_ms);
 
-// Checks the connected server's SO_PEERCRED against the target's pid and uid.
+// Checks the connected server's SO_PEERCRED against the target's pid and uid;
+// `socket` is the socket as messages name it (shown_path).
 void check_peer(int fd, const std::string& socket, long pid, const expected_owner& owner);
 
 }  // namespace arenastat::cli

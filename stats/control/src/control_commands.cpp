@@ -188,8 +188,10 @@ answer answer_request(std::string_view line) {
     if (parsed.value->cmd == wire::command::stats) return {"ok\n", stream_report(parsed.value->arguments)};
     return {ok(dispatch(*parsed.value)), std::nullopt};
   } catch (const std::exception& e) {
-    // Messages may quote names (user data): escaped like every text output.
-    return {"error " + wire::single_line(detail::escape_text(e.what())) + "\n", std::nullopt};
+    // Messages may hold names and paths (user data): control bytes and bytes
+    // outside UTF-8 escaped. A backslash is kept, not doubled: a path quoted
+    // with detail::quoted (dump.cpp) is escaped already, its \xNN must stay one.
+    return {"error " + wire::single_line(detail::escape_text(e.what(), {.backslash = false})) + "\n", std::nullopt};
   } catch (...) {
     return {"error internal error while answering\n", std::nullopt};
   }

@@ -76,24 +76,27 @@ std::string octal_mode(mode_t m) {
 }
 
 // Creates `dir` 0700 if missing; refuses a directory we do not own or that
-// group or others may enter.
-void ensure_secure_dir(const std::string& dir) {
+// group or others may enter. `shown` is how messages name it: quoted, and
+// where it came from (socket_dir_origin).
+void ensure_secure_dir(const std::string& dir, const std::string& shown) {
   if (::mkdir(dir.c_str(), 0700) == 0) {
     ::chmod(dir.c_str(), 0700);  // whatever the umask
   } else if (errno != EEXIST) {
-    fail("cannot create the socket directory " + dir + ": " + detail::error_text(errno));
+    fail("cannot create the socket directory " + shown + ": " + detail::error_text(errno));
   }
   struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) fail("cannot inspect " + dir + ": " + detail::error_text(errno));
-  if (S_ISLNK(st.st_mode)) fail("socket directory " + dir + " is a symbolic link; refusing to use it");
-  if (!S_ISDIR(st.st_mode)) fail("socket directory " + dir + " exists and is not a directory");
+  if (::lstat(dir.c_str(), &st) != 0) {
+    fail("cannot inspect the socket directory " + shown + ": " + detail::error_text(errno));
+  }
+  if (S_ISLNK(st.st_mode)) fail("socket directory " + shown + " is a symbolic link; refusing to use it");
+  if (!S_ISDIR(st.st_mode)) fail("socket directory " + shown + " exists and is not a directory");
   if (st.st_uid != ::geteuid()) {
-    fail("socket directory " + dir + " is owned by uid " + std::to_string(st.st_uid) + ", not by this process's uid " +
-         std::to_string(::geteuid()) + "; refusing to start");
+    fail("socket directory " + shown + " is owned by uid " + std::to_string(st.st_uid) +
+         ", not by this process's uid " + std::to_string(::geteuid()) + "; refusing to start");
   }
   if ((st.st_mode & 077) != 0) {
-    fail("socket directory " + dir + " has mode " + octal_mode(st.st_mode) +
-         ", open to group or others; it must be 0700 (chmod 700 " + dir + ")");
+    fail("socket directory " + shown + " has mode " + octal_mode(st.st_mode) +
+         ", open to group or others; it must be 0700 (chmod 700 " + detail::quoted(dir) + ")");
   }
 }
 
@@ -143,11 +146,11 @@ int bind_socket(const std::string& dir, const std::string& path) {
     ::unlink(tmp.c_str());
     fail(what + ": " + detail::error_text(err));
   };
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) give_up("cannot bind " + tmp);
-  if (::chmod(tmp.c_str(), 0600) != 0) give_up("cannot chmod 0600 " + tmp);
-  if (::listen(fd, 128) != 0) give_up("cannot listen on " + tmp);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) give_up("cannot bind " + detail::quoted(tmp));
+  if (::chmod(tmp.c_str(), 0600) != 0) give_up("cannot chmod 0600 " + detail::quoted(tmp));
+  if (::listen(fd, 128) != 0) give_up("cannot listen on " + detail::quoted(tmp));
   // rename() atomically replaces a stale socket left by a dead process with our pid.
-  if (::rename(tmp.c_str(), path.c_str()) != 0) give_up("cannot rename " + tmp + " to " + path);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) give_up("cannot rename " + detail::quoted(tmp) + " to " + detail::quoted(path));
   return fd;
 }
 
@@ -517,7 +520,7 @@ std::string start(const options& opts) {
     fail("socket path " + detail::quoted(path) + " is longer than " + std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
          " bytes; set ARENASTAT_SOCKET_DIR to a shorter directory");
   }
-  ensure_secure_dir(dir);
+  ensure_secure_dir(dir, detail::quoted(dir) + (opts.socket_dir.empty() ? naming::socket_dir_origin() : ""));
   remove_stale_sockets(dir);
 
   auto srv = std::make_shared<server>();

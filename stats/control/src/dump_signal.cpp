@@ -18,6 +18,7 @@
 #include "arenastat/dump.hpp"
 #include "arenastat/prometheus.hpp"
 #include "control_internal.hpp"
+#include "text_escape.hpp"
 
 namespace arenastat {
 namespace detail {
@@ -82,6 +83,11 @@ extern "C" void on_dump_signal(int) {
   errno = saved;
 }
 
+// A path or message for a warning line: control bytes and bytes outside
+// UTF-8 escaped (a path from ARENASTAT_DUMP_DIR may hold ESC or LF), an
+// escape already written (detail::quoted's \xNN) and backslashes kept.
+std::string one_line(std::string_view text) { return detail::escape_text(text, {.backslash = false}); }
+
 void dump_thread_main(int fd, std::atomic<bool>* finished) {
   for (;;) {
     pollfd p{fd, POLLIN, 0};
@@ -98,9 +104,9 @@ void dump_thread_main(int fd, std::atomic<bool>* finished) {
     if (got.find(wake_quit) != std::string_view::npos) break;
     try {
       detail::warn("arenastat: dump written to " +
-                   (prometheus_dump_from_env() ? write_metrics_file() : write_dump()) + "\n");
+                   one_line(prometheus_dump_from_env() ? write_metrics_file() : write_dump()) + "\n");
     } catch (const std::exception& e) {
-      detail::warn(std::string("arenastat: dump on signal failed: ") + e.what() + "\n");
+      detail::warn("arenastat: dump on signal failed: " + one_line(e.what()) + "\n");
     }
   }
   finished->store(true, std::memory_order_release);

@@ -1,6 +1,7 @@
 // Socket naming shared by the control server and the CLI (socket_naming.hpp).
 #include "socket_naming.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -24,6 +25,20 @@ std::optional<long> parse_pid(std::string_view digits) {
   return pid > 0 ? std::optional<long>(pid) : std::nullopt;
 }
 
+// The state letter in a "pid (comm) S ..." stat file, nullopt when unreadable.
+std::optional<char> state_in_stat_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[512];  // "pid (comm) S ...": comm is at most 15 bytes, the state follows it
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return std::nullopt;
+  const std::string_view stat(buf, static_cast<std::size_t>(n));
+  const std::size_t paren = stat.rfind(')');  // comm may hold ')' itself: the last one ends it
+  if (paren == std::string_view::npos || paren + 2 >= stat.size()) return std::nullopt;
+  return stat[paren + 2];
+}
+
 }  // namespace
 
 std::string socket_dir(uid_t uid) {
@@ -34,6 +49,11 @@ std::string socket_dir(uid_t uid) {
     return dir;
   }
   return "/tmp/arenastat-" + std::to_string(uid);
+}
+
+std::string socket_dir_origin() {
+  const char* env = std::getenv("ARENASTAT_SOCKET_DIR");
+  return env != nullptr && *env != '\0' ? " (ARENASTAT_SOCKET_DIR)" : "";
 }
 
 std::string socket_name(long pid) { return std::to_string(pid) + ".sock"; }
@@ -74,23 +94,42 @@ std::string program_of(long pid) {
 }
 
 std::optional<char> process_state(long pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  char buf[512];  // "pid (comm) S ...": comm is at most 15 bytes, the state follows it
-  const ssize_t n = ::read(fd, buf, sizeof buf);
-  ::close(fd);
-  if (n <= 0) return std::nullopt;
-  const std::string_view stat(buf, static_cast<std::size_t>(n));
-  const std::size_t paren = stat.rfind(')');  // comm may hold ')' itself: the last one ends it
-  if (paren == std::string_view::npos || paren + 2 >= stat.size()) return std::nullopt;
-  return stat[paren + 2];
+  return state_in_stat_file("/proc/" + std::to_string(pid) + "/stat");
 }
+
+namespace {
+
+bool exited_state(std::optional<char> state) { return state == 'Z' || state == 'X'; }
+
+// True when some thread of `pid` has not exited: a /proc/<pid>/task/<tid>/stat
+// whose state is neither Z nor X. A main thread that called pthread_exit is Z
+// in /proc/<pid>/stat while the other threads run (and serve); only when every
+// thread is Z or X has the process exited. A task that vanishes while the
+// directory is read has exited. An unreadable task directory: running unless
+// /proc/<pid> itself is gone (ENOENT, ESRCH).
+bool some_thread_runs(long pid) {
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = ::opendir(tasks.c_str());
+  if (d == nullptr) return errno != ENOENT && errno != ESRCH;
+  bool runs = false;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    const std::optional<char> state = state_in_stat_file(tasks + "/" + e->d_name + "/stat");
+    if (state && !exited_state(state)) {
+      runs = true;
+      break;
+    }
+  }
+  ::closedir(d);
+  return runs;
+}
+
+}  // namespace
 
 bool process_gone(long pid) {
   if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
-  const std::optional<char> state = process_state(pid);
-  return state == 'Z' || state == 'X';
+  if (!exited_state(process_state(pid))) return false;  // the main thread runs: no need to read every task
+  return !some_thread_runs(pid);
 }
 
 std::optional<uid_t> process_uid(long pid) {

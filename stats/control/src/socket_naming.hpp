@@ -20,6 +20,10 @@ namespace arenastat::naming {
 // the uid that owns the target process.
 std::string socket_dir(uid_t uid);
 
+// " (ARENASTAT_SOCKET_DIR)" when socket_dir() takes the directory from that
+// variable, else "": a message naming the directory says where it came from.
+std::string socket_dir_origin();
+
 // "<pid>.sock" and "<dir>/<pid>.sock".
 std::string socket_name(long pid);
 std::string socket_path(std::string_view dir, long pid);
@@ -38,8 +42,10 @@ std::optional<long> pid_of_temporary_name(std::string_view name);
 std::string program_of(long pid);
 
 // True only when `pid` certainly does not run: kill(pid, 0) fails with ESRCH,
-// or it has exited and waits to be reaped (state Z or X in /proc/<pid>/stat:
-// kill() still succeeds on such a zombie, but it serves nothing).
+// or every thread has exited and it waits to be reaped (state Z or X in each
+// /proc/<pid>/task/<tid>/stat: kill() still succeeds on such a zombie, but it
+// serves nothing). A main thread that called pthread_exit is Z in
+// /proc/<pid>/stat while the other threads run: that process is not gone.
 bool process_gone(long pid);
 
 // The state letter of `pid` in /proc/<pid>/stat ('R', 'S', 'Z', ...), nullopt

@@ -22,8 +22,10 @@
 
 #include "arenastat/report.hpp"
 #include "chunk_stream.hpp"
+#include "quoted.hpp"
 #include "sys.hpp"
 #include "text_escape.hpp"
+#include "write_open.hpp"
 
 namespace arenastat {
 
@@ -120,27 +122,25 @@ class refused_path : public std::system_error {
 };
 
 // Creates the dump file: exclusively (-1 when it exists) or replacing one,
-// never through a symbolic link (a process run as root must not truncate
-// whatever a link planted in a shared directory points at).
-int create_file(const std::string& path, bool exclusive) {
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (exclusive ? O_EXCL : O_TRUNC);
-  const int fd = ::open(path.c_str(), flags, 0644);
-  if (fd < 0) {
-    const int err = errno;
-    if (exclusive && err == EEXIST) return -1;
-    struct stat st {};
-    if (err == ELOOP && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-      throw refused_path(err, "dump: refusing to write " + path +
-                                  ": it is a symbolic link (a dump never writes through one); remove it or give "
-                                  "another PATH");
-    }
-    throw std::system_error(err, std::generic_category(), "dump: cannot create " + path);
+// never through a symbolic link another user owns (a process run as root
+// must not truncate whatever a link planted in a shared directory points
+// at); a link of root's or of this process's euid is followed (write_open.hpp).
+// `shown` names the file in messages (shown_path).
+int create_file(const std::string& path, const std::string& shown, bool exclusive) {
+  const files::write_open opened =
+      files::open_to_write(path, O_WRONLY | O_CREAT | (exclusive ? O_EXCL : O_TRUNC), 0644);
+  if (opened.fd >= 0) return opened.fd;
+  if (exclusive && opened.error == EEXIST) return -1;
+  if (opened.refused_link_owner) {
+    throw refused_path(opened.error, "dump: refusing to write " + shown + ": " +
+                                         files::refused_link_reason(*opened.refused_link_owner) +
+                                         "; give another PATH");
   }
-  return fd;
+  throw std::system_error(opened.error, std::generic_category(), "dump: cannot create " + shown);
 }
 
 // Writes the dump of `c` into the open `fd` (closed here) a chunk at a time.
-void write_dump_file(int fd, const std::string& path, const table_copy& c, dump_sort sort,
+void write_dump_file(int fd, const std::string& shown, const table_copy& c, dump_sort sort,
                      const dump_header& header) {
   int err = 0;
   try {
@@ -154,9 +154,9 @@ void write_dump_file(int fd, const std::string& path, const table_copy& c, dump_
   }
   if (err != 0) {
     ::close(fd);
-    throw std::system_error(err, std::generic_category(), "dump: cannot write " + path);
+    throw std::system_error(err, std::generic_category(), "dump: cannot write " + shown);
   }
-  if (::close(fd) != 0) throw std::system_error(errno, std::generic_category(), "dump: cannot write " + path);
+  if (::close(fd) != 0) throw std::system_error(errno, std::generic_category(), "dump: cannot write " + shown);
 }
 
 }  // namespace
@@ -204,21 +204,26 @@ std::string write_dump(std::string_view path, std::optional<dump_sort> sort) {
   const table_copy copy = table_copy::take();
   const dump_header header{pid, detail::program_name(), now, copy.status().lost_folds};
   if (!target.empty()) {
-    write_dump_file(create_file(target, /*exclusive=*/false), target, copy, order, header);
+    const std::string shown = detail::quoted(target);
+    write_dump_file(create_file(target, shown, /*exclusive=*/false), shown, copy, order, header);
     return target;
   }
   const char* dir_env = std::getenv("ARENASTAT_DUMP_DIR");
-  const std::string dir = dir_env != nullptr && *dir_env != '\0' ? std::string(dir_env) : std::string(".");
+  const bool from_env = dir_env != nullptr && *dir_env != '\0';
+  const std::string dir = from_env ? std::string(dir_env) : std::string(".");
+  const auto shown_path = [&](const std::string& file) {
+    return detail::quoted(file) + (from_env ? " (in ARENASTAT_DUMP_DIR)" : "");
+  };
   const std::string base = detail::absolute_path(dir, "dump") + "/" + dump_file_name(pid, now);
   const std::string stem = base.substr(0, base.size() - 4);  // without ".txt"
   for (int n = 0; n < 1000; ++n) {
     const std::string candidate = n == 0 ? base : stem + "." + std::to_string(n) + ".txt";
-    if (const int fd = create_file(candidate, /*exclusive=*/true); fd >= 0) {
-      write_dump_file(fd, candidate, copy, order, header);
+    if (const int fd = create_file(candidate, shown_path(candidate), /*exclusive=*/true); fd >= 0) {
+      write_dump_file(fd, shown_path(candidate), copy, order, header);
       return candidate;
     }
   }
-  throw std::system_error(EEXIST, std::generic_category(), "dump: 1000 dumps named " + base + " exist");
+  throw std::system_error(EEXIST, std::generic_category(), "dump: 1000 dumps named " + shown_path(base) + " exist");
 }
 
 }  // namespace arenastat

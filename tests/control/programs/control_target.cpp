@@ -14,9 +14,13 @@
 //   ping               nothing (lets the main thread leave read(): TSan runs
 //                      deferred signal handlers only when a call returns)
 //   exit-from-thread   a new thread calls std::exit(0) while main blocks on stdin
+//   main-thread-exit   answers "done", then main calls pthread_exit: a new thread
+//                      blocks on stdin (exits at EOF or "quit") and the control
+//                      server keeps serving, while /proc/<pid>/stat says Z
 //   quit (or EOF)      return from main
 // Starting state: "cache/items" live 10000 bytes in 10 blocks; scope
 // "task/parse" (1 run, peak 3000); account "scratch" live 0, peak 3000.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -117,6 +121,15 @@ int main() {
     } else if (cmd == "exit-from-thread") {
       std::thread([] { std::exit(0); }).detach();
       continue;  // main stays blocked in getline until exit ends the process
+    } else if (cmd == "main-thread-exit") {
+      std::thread([] {
+        std::string rest;
+        while (std::getline(std::cin, rest) && rest != "quit") {
+        }
+        std::exit(0);
+      }).detach();
+      std::cout << "done" << std::endl;
+      ::pthread_exit(nullptr);
     } else {
       std::cout << "unknown " << cmd << std::endl;
       continue;

@@ -1,0 +1,79 @@
+// Messages naming a path from ARENASTAT_SOCKET_DIR or ARENASTAT_DUMP_DIR
+// quote it with detail::quoted (bytes outside printable ASCII as \xNN, at
+// most 200 bytes) and name the variable it came from: the server's start-up
+// warning, the CLI's refusals, the dump-on-signal failure.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "harness.hpp"
+
+using namespace control_test;
+
+namespace {
+
+// A file (not a directory) whose name holds an escape sequence and a line break.
+struct hostile_file {
+  temp_dir parent;
+  std::string path = parent.file("bad\x1b[31m\nfake");
+  std::string shown = "'" + parent.path() + "/bad\\x1b[31m\\x0afake'";
+  hostile_file() { std::ofstream(path) << "not a directory"; }
+};
+
+// One line of `t`'s stderr starting with `start`, within 10 s ("" if none).
+std::string stderr_line_starting(target& t, const std::string& start) {
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until) {
+    t.command("ping");
+    while (const std::optional<std::string> line = t.stderr_line(100ms)) {
+      if (line->rfind(start, 0) == 0) return *line;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("the server's socket directory warning quotes ARENASTAT_SOCKET_DIR's path and names it",
+          "[control][naming][threads]") {
+  hostile_file f;
+  const spawned p = spawn(target_path, {}, {{"ARENASTAT_CONTROL", "1"}, {"ARENASTAT_SOCKET_DIR", f.path}});
+  CHECK(read_line(p.out).rfind("ready ", 0) == 0);
+  ::close(p.in);
+  CHECK(wait_exit(p.pid) == 0);
+  CHECK(read_all(p.err, 1s) == "arenastat control: socket directory " + f.shown +
+                                   " (ARENASTAT_SOCKET_DIR) exists and is not a directory; the control server is off\n");
+  ::close(p.out);
+  ::close(p.err);
+}
+
+TEST_CASE("the CLI quotes a long ARENASTAT_SOCKET_DIR in at most 200 bytes and names it", "[control][naming][cli]") {
+  const std::string dir = "/tmp/" + std::string(120000, 'd');
+  const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", dir}});
+  CHECK(r.status == 3);
+  CHECK(r.out.empty());
+  CHECK(r.err == "arenastat: cannot open the socket directory '" + dir.substr(0, 200) +
+                     "'... (120005 bytes) (ARENASTAT_SOCKET_DIR): File name too long\n");
+}
+
+TEST_CASE("the CLI quotes an ARENASTAT_SOCKET_DIR holding control bytes and names it", "[control][naming][cli]") {
+  hostile_file f;
+  const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", f.path}});
+  CHECK(r.status == 4);
+  CHECK(r.err == "arenastat: refusing socket directory " + f.shown +
+                     " (ARENASTAT_SOCKET_DIR): it is not a directory\n");
+}
+
+TEST_CASE("a failed dump on a signal quotes ARENASTAT_DUMP_DIR's path and names it", "[control][dump][threads]") {
+  temp_dir sockets;
+  hostile_file f;
+  target t(sockets.path(), {{"ARENASTAT_DUMP_SIGNAL", "USR1"}, {"ARENASTAT_DUMP_DIR", f.path + "/x"}});
+  REQUIRE(::kill(t.pid(), SIGUSR1) == 0);
+  const std::string line = stderr_line_starting(t, "arenastat: dump on signal failed: ");
+  const std::string start = "arenastat: dump on signal failed: dump: cannot create " + f.shown.substr(0, f.shown.size() - 1) +
+                            "/x/arenastat." + t.pid_text() + ".";
+  const std::string end = ".txt' (in ARENASTAT_DUMP_DIR): Not a directory";
+  CHECK(line.rfind(start, 0) == 0);
+  REQUIRE(line.size() == start.size() + 14 + end.size());  // the UTC time, YYYYmmddHHMMSS
+  CHECK(line.substr(start.size() + 14) == end);
+}
