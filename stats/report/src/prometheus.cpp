@@ -18,6 +18,7 @@
 
 #include "report_internal.hpp"
 #include "sys.hpp"
+#include "quoted.hpp"
 #include "text_escape.hpp"
 
 namespace arenastat {
@@ -455,11 +456,11 @@ temporary_file create_temporary_beside(const std::string& path) {
     temp = prefix + hex64(temporary_suffix());
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd >= 0) return {fd, temp};
-    if (errno != EEXIST) throw std::system_error(errno, std::generic_category(), "metrics: cannot create " + temp);
+    if (errno != EEXIST) throw std::system_error(errno, std::generic_category(), "metrics: cannot create " + detail::quoted(temp));
   }
   throw std::system_error(EEXIST, std::generic_category(),
-                          "metrics: cannot create a temporary beside " + path + " (" + std::to_string(attempts) +
-                              " random names taken, the last " + temp + ")");
+                          "metrics: cannot create a temporary beside " + detail::quoted(path) + " (" + std::to_string(attempts) +
+                              " random names taken, the last " + detail::quoted(temp) + ")");
 }
 
 }  // namespace
@@ -474,10 +475,10 @@ void write_file_atomically(const std::string& path, std::string_view text) {
   };
   if (const int err = detail::write_all(fd, text); err != 0) {
     ::close(fd);
-    fail(err, "metrics: cannot write " + temp);
+    fail(err, "metrics: cannot write " + detail::quoted(temp));
   }
-  if (::close(fd) != 0) fail(errno, "metrics: cannot write " + temp);
-  if (::rename(temp.c_str(), path.c_str()) != 0) fail(errno, "metrics: cannot rename " + temp + " to " + path);
+  if (::close(fd) != 0) fail(errno, "metrics: cannot write " + detail::quoted(temp));
+  if (::rename(temp.c_str(), path.c_str()) != 0) fail(errno, "metrics: cannot rename " + detail::quoted(temp) + " to " + detail::quoted(path));
 }
 
 std::optional<bool> parse_dump_format(std::string_view value) noexcept {
