@@ -84,6 +84,10 @@ std::string escape_text(std::string_view text, escape_rules rules) {
 
 bool needs_utf8_marking(std::string_view s) noexcept {
   for (std::size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {  // ASCII: most names are only that
+      ++i;
+      continue;
+    }
     const std::size_t n = utf8_sequence(s.substr(i));
     if (n == 0 || s.substr(i, n) == replacement_character) return true;
     i += n;

@@ -18,6 +18,18 @@ void append_json_string(std::string& out, std::string_view s) {
   const bool marked = needs_utf8_marking(s);  // names stay distinct (text_escape.hpp)
   std::size_t i = 0;
   while (i < s.size()) {
+    // A run of printable ASCII other than '"' and '\\' is copied as it is, at once.
+    std::size_t plain = i;
+    while (plain < s.size()) {
+      const auto b = static_cast<unsigned char>(s[plain]);
+      if (b < 0x20 || b >= 0x7f || b == '"' || b == '\\') break;
+      ++plain;
+    }
+    if (plain > i) {
+      out.append(s, i, plain - i);
+      i = plain;
+      continue;
+    }
     const auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
