@@ -120,17 +120,29 @@ const std::string answer =
     R"({"name":"freed/before","kind":"account","live_bytes":-5000,"peak_bytes":0},)"
     R"({"name":"job!/limited","kind":"scope","peak_bytes":100,"count":2,"oom_count":1}]}\n)";
 
-}  // namespace
-
-TEST_CASE("top on a terminal: negative live bytes draw no bar, the limit mark is red", "[cli][top]") {
+// The last frame `top` draws on a terminal of `columns` x `rows` against an
+// impostor answering `answer`, once `shown` appeared; the view quits on `q`
+// and must exit 0. `pid`: the impostor's pid, for the title.
+struct top_view {
+  std::vector<std::string> frame;
+  std::string pid;
+};
+top_view top_frame(const std::string& answer_arg, unsigned short columns, unsigned short rows,
+                   const std::string& shown) {
   temp_dir dir;
-  const fake_server server({dir.file("%p.sock"), answer});
-  cli_on_terminal cli({server.pid(), "top", "-d", "5"}, {{"ARENASTAT_SOCKET_DIR", dir.path()}}, 100, 12);
-  REQUIRE(cli.wait_for("job!/limited"));
+  const fake_server server({dir.file("%p.sock"), answer_arg});
+  cli_on_terminal cli({server.pid(), "top", "-d", "5"}, {{"ARENASTAT_SOCKET_DIR", dir.path()}}, columns, rows);
+  REQUIRE(cli.wait_for(shown));
   cli.type("q");
   CHECK(cli.finish() == 0);
   INFO(cli.received());
-  const std::vector<std::string> frame = last_frame(cli.received());
+  return {last_frame(cli.received()), server.pid()};
+}
+
+}  // namespace
+
+TEST_CASE("top on a terminal: negative live bytes draw no bar, the limit mark is red", "[cli][top]") {
+  const std::vector<std::string> frame = top_frame(answer, 100, 12, "job!/limited").frame;
   // 100 columns: a bar of (100 - 48) / 3 = 17 cells before the name.
   CHECK(line_with(frame, "cache/held") ==
         "     4.9K      5.9K          -      -   account ################# cache/held");
@@ -150,27 +162,13 @@ TEST_CASE("top on a terminal: wide characters take two columns, and a row ends b
   const std::string wide_answer =
       R"(--answer=ok\n{"pid":1,"process":{"rss_bytes":4096,"hwm_bytes":4096,"rss_anon_bytes":0},"entries":[)"
       R"({"name":")" + name + R"(","kind":"account","live_bytes":5000,"peak_bytes":6000}]}\n)";
-  temp_dir dir;
-  const fake_server server({dir.file("%p.sock"), wide_answer});
-  cli_on_terminal cli({server.pid(), "top", "-d", "5"}, {{"ARENASTAT_SOCKET_DIR", dir.path()}}, 61, 12);
-  REQUIRE(cli.wait_for("\xe6\xbc\xa2"));
-  cli.type("q");
-  CHECK(cli.finish() == 0);
-  INFO(cli.received());
-  const std::vector<std::string> frame = last_frame(cli.received());
+  const std::vector<std::string> frame = top_frame(wide_answer, 61, 12, "\xe6\xbc\xa2").frame;
   CHECK(line_with(frame, "\xe6\xbc\xa2") ==
         "     4.9K      5.9K          -      -   account " + name.substr(0, 6 * 3));
 }
 
 TEST_CASE("top on a terminal lower than its header keeps the title on the first line", "[cli][top]") {
-  temp_dir dir;
-  const fake_server server({dir.file("%p.sock"), answer});
-  cli_on_terminal cli({server.pid(), "top", "-d", "5"}, {{"ARENASTAT_SOCKET_DIR", dir.path()}}, 100, 2);
-  REQUIRE(cli.wait_for("arenastat top - pid"));
-  cli.type("q");
-  CHECK(cli.finish() == 0);
-  INFO(cli.received());
-  const std::vector<std::string> frame = last_frame(cli.received());
-  REQUIRE(frame.size() == 2);
-  CHECK(frame[0].rfind("arenastat top - pid " + server.pid(), 0) == 0);
+  const top_view v = top_frame(answer, 100, 2, "arenastat top - pid");
+  REQUIRE(v.frame.size() == 2);
+  CHECK(v.frame[0].rfind("arenastat top - pid " + v.pid, 0) == 0);
 }
