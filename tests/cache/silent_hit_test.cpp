@@ -144,7 +144,7 @@ TEMPLATE_TEST_CASE("silent hits: concurrent readers never see a torn or mixed va
   // sample: its ghosts hold 1024 of the 4096 entries' keys), while two
   // writers replace the same keys' values and erase them (an erased key's
   // node is the next insertion's).
-  const std::string name = std::string("test.silent.stress.") + (std::is_same_v<TestType, tinylfu> ? "tuned" : "fixed");
+  const std::string name = std::is_same_v<TestType, tinylfu> ? "test.silent.stress.tuned" : "test.silent.stress.fixed";
   constexpr int readers = 2, writers = 2, ops = 300'000;
   {
     sharded_cache<u64, wide_value, TestType> c{name, {.max_entries = 4096, .shards = 4}};

@@ -246,7 +246,7 @@ class basic_cache {
   basic_cache(std::string_view name, const cache_options& options,
               std::pmr::memory_resource* upstream = std::pmr::get_default_resource(), Hash hash = Hash{},
               Eq eq = Eq{})
-      : name_(name), hash_(std::move(hash)), eq_(std::move(eq)), policy_(store_) {
+      : policy_(links()), hash_(std::move(hash)), eq_(std::move(eq)), name_(name) {
     store_.hasher = &hash_;
     if (name.empty()) throw std::invalid_argument("cache: the name (its account) must not be empty");
     if (upstream == nullptr) throw std::invalid_argument("cache '" + name_ + "': upstream resource is null");
@@ -513,6 +513,10 @@ class basic_cache {
 
   static constexpr std::uint32_t npos = 0xFFFFFFFFu;
 
+  // The entries' links, for the policy: its constructor keeps this address
+  // (store_ is built after policy_, see the members).
+  store_type& links() noexcept { return store_; }
+
   // ---- slots ------------------------------------------------------------------
   std::uint32_t& slot(std::uint32_t pos) const noexcept { return slots_[pos]; }
   static std::uint32_t dist(std::uint32_t s) noexcept { return s & max_probe_distance; }
@@ -745,31 +749,35 @@ class basic_cache {
     free_head_ = detail::nil_index;
   }
 
-  // First: the counters every lookup writes. In a sharded_cache they then
-  // share a cache line with the shard's lock, which every lookup writes too,
-  // so a shard's operation moves one line between cores, not two.
+  // Members in the order an operation touches them. First what a hit
+  // writes: the hit and miss counters and the policy, whose first members
+  // are its lists' ends (lru's list is all of it). In a sharded_cache they
+  // share a cache line with the shard's lock, which every operation writes
+  // too, so an LRU hit moves one shard line between cores, not two. Then
+  // what a miss writes, then what lookups only read, then the cold rest.
   std::uint64_t hits_ = 0, misses_ = 0;
-  std::string name_;
-  std::optional<tracking_resource> tracker_;
-  std::pmr::memory_resource* res_ = nullptr;
-  [[no_unique_address]] Hash hash_;
-  [[no_unique_address]] Eq eq_;
-  store_type store_;
   policy_type policy_;
+  std::size_t size_ = 0;
+  std::uint32_t free_head_ = detail::nil_index;
+  std::uint64_t loads_ = 0, evictions_ = 0;
   std::uint32_t* slots_ = nullptr;
-  void* policy_memory_ = nullptr;
+  store_type store_;
   std::uint32_t slot_count_ = 0;
   std::uint32_t idx_mask_ = 0;
   std::uint32_t tag_shift_ = 32;
   std::uint32_t tag_mask_ = 0;
   std::uint32_t page_count_ = 0;
-  std::uint32_t free_head_ = detail::nil_index;
   std::size_t capacity_ = 0;
-  std::size_t size_ = 0;
+  [[no_unique_address]] Hash hash_;
+  [[no_unique_address]] Eq eq_;
+  std::pmr::memory_resource* res_ = nullptr;
   std::uint64_t max_bytes_ = 0;
   std::uint64_t own_bytes_ = 0;
   std::uint64_t own_peak_ = 0;
-  std::uint64_t loads_ = 0, evictions_ = 0, rejected_ = 0;
+  std::uint64_t rejected_ = 0;
+  void* policy_memory_ = nullptr;
+  std::string name_;
+  std::optional<tracking_resource> tracker_;
 };
 
 template <class K, class V, class Hash = std::hash<K>, class Eq = std::equal_to<K>>

@@ -376,8 +376,9 @@ class sharded_cache {
     bool done = false;
   };
 
-  // The lock and the cache's first members (its hit and miss counters,
-  // written by every lookup) share the shard's first cache line.
+  // The lock and the cache's first members (its hit and miss counters and
+  // the policy's list ends, written by every locked lookup) share the
+  // shard's first cache line (basic_cache's members say what comes after).
   struct alignas(64) shard {
     shard(const std::string& name, const cache_options& o, std::pmr::memory_resource* res, const Hash& h,
           const Eq& e)
