@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdint>
 #include <random>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -146,4 +148,36 @@ TEST_CASE("sharded: every waiter of a failing load gets the exception, the loade
   CHECK(calls.load() == 1);
   CHECK(failures.load() == threads);
   CHECK(c.size() == 0);
+}
+
+TEST_CASE("sharded: a loader asking for its own key gets logic_error, not a wait for itself",
+          "[cache][sharded]") {
+  sharded_lru_cache<u64, u64> c{"test.sharded.flight.recursive", {.max_entries = 64, .shards = 2}};
+  int outer_calls = 0;
+  bool inner_threw = false;
+  const u64 v = c.get_or_load(5, [&](u64 k) -> u64 {
+    ++outer_calls;
+    try {
+      c.get_or_load(5, [](u64) -> u64 { return 1; });  // would wait for this very load
+    } catch (const std::logic_error& e) {
+      inner_threw = std::string(e.what()).find("test.sharded.flight.recursive") != std::string::npos;
+    }
+    return k * 10;
+  });
+  CHECK(inner_threw);
+  CHECK(outer_calls == 1);
+  CHECK(v == 50);
+  CHECK(c.get(5) == std::optional<u64>(50));
+}
+
+TEST_CASE("sharded: a recursive load's logic_error not caught by the loader fails the outer load",
+          "[cache][sharded]") {
+  sharded_lru_cache<u64, u64> c{"test.sharded.flight.recursive2", {.max_entries = 64, .shards = 2}};
+  // Key 7's loader asks for key 8, whose loader asks for key 7 again.
+  const auto load8 = [&](u64) -> u64 { return c.get_or_load(7, [](u64) -> u64 { return 0; }); };
+  CHECK_THROWS_AS(c.get_or_load(7, [&](u64) -> u64 { return c.get_or_load(8, load8); }), std::logic_error);
+  CHECK(c.size() == 0);
+  // Both loads have ended: the keys load normally now.
+  CHECK(c.get_or_load(7, [](u64) -> u64 { return 70; }) == 70);
+  CHECK(c.get_or_load(8, [](u64) -> u64 { return 80; }) == 80);
 }

@@ -31,8 +31,10 @@
 // in-flight record (on the loading thread's stack, no allocation) before
 // calling the loader outside the shard lock; every other thread asking for
 // the same key meanwhile waits for that result (or its exception) instead of
-// loading again. The loading thread returns only after its waiters have taken
-// the result. A load nobody waits for allocates nothing; the first waiter of
+// loading again. A loader that asks for its own key (on its own thread) gets
+// std::logic_error instead of waiting for itself forever. The loading thread
+// returns only after its waiters have taken the result. A load nobody waits
+// for allocates nothing; the first waiter of
 // a load makes its condition variable (one global-heap allocation in
 // libstdc++, outside the cache's account, freed when the load ends).
 #pragma once
@@ -242,11 +244,15 @@ class sharded_cache {
       if (std::optional<V> v = silent_hit(s, key, h)) return std::move(*v);
     std::unique_lock lk(s.mu);
     if (std::optional<V> v = s.cache.get_hashed(key, h)) return std::move(*v);
-    for (flight* f = s.flights; f != nullptr; f = f->next)
-      if (f->h.full == h.full && eq_(*f->key, key)) return wait_for(lk, *f);
+    for (flight* f = s.flights; f != nullptr; f = f->next) {
+      if (f->h.full != h.full || !eq_(*f->key, key)) continue;
+      if (f->loader == std::this_thread::get_id()) [[unlikely]] throw_recursive_load();
+      return wait_for(lk, *f);
+    }
     flight f;
     f.key = &key;
     f.h = h;
+    f.loader = std::this_thread::get_id();
     f.next = s.flights;
     s.flights = &f;
     s.cache.count_load();
@@ -366,6 +372,7 @@ class sharded_cache {
   struct flight {
     const K* key = nullptr;
     hashed_key h{};
+    std::thread::id loader;  // the thread running the loader
     flight* next = nullptr;
     // Made by the first waiter: libstdc++'s condition_variable_any allocates
     // (a shared mutex) when built, and most loads have no waiter.
@@ -433,6 +440,13 @@ class sharded_cache {
     std::optional<V> r = s.cache.silent_hit(key, h, [&s, v]() noexcept { return s.mu.read_unchanged(v); });
     leave.hit = r.has_value();
     return r;
+  }
+
+  // A loader asked for its own key (directly or through other loads): waiting
+  // for the load in flight would wait for itself.
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_recursive_load() const {
+    throw std::logic_error("sharded_cache '" + name_ +
+                           "': get_or_load of a key from inside that key's own loader (the load would wait for itself)");
   }
 
   V wait_for(std::unique_lock<detail::versioned_shard_mutex>& lk, flight& f) {
