@@ -90,16 +90,22 @@ TEST_CASE("html -o FILE that cannot be written is exit 6 with the file's error, 
   const cli_result full = run_cli({t.pid_text(), "html", "-o", "/dev/full"}, env);
   CHECK(full.status == 6);
   CHECK(full.out.empty());
-  CHECK(full.err == "arenastat: html: cannot write /dev/full: No space left on device\n");
+  CHECK(full.err == "arenastat: html: cannot write '/dev/full': No space left on device\n");
   const std::string nowhere = sockets.file("no/such/dir/page.html");
   const cli_result missing = run_cli({t.pid_text(), "html", "-o", nowhere}, env);
   CHECK(missing.status == 6);
-  CHECK(missing.err == "arenastat: html: cannot write " + nowhere + ": No such file or directory\n");
+  CHECK(missing.err == "arenastat: html: cannot write '" + nowhere + "': No such file or directory\n");
+  // A FILE holding a terminal escape and a newline is written escaped, on one line.
+  const cli_result odd = run_cli({t.pid_text(), "html", "-o", sockets.file("no\x1b[2J\nsuch/page.html")}, env);
+  CHECK(odd.status == 6);
+  CHECK(odd.err == "arenastat: html: cannot write '" + sockets.file("no\\x1b[2J\\x0asuch/page.html") +
+                       "': No such file or directory\n");
 }
 
 TEST_CASE("a warning quotes at most the first 200 bytes of a bad value", "[control][write_errors][threads]") {
   temp_dir sockets;
-  const std::string value = std::string(1000, 'y') + "\x1b[2J";
+  std::string value(1000, 'y');
+  value.append("\x1b[2J");
   const spawned p = spawn(target_path, {}, {{"ARENASTAT_CONTROL", value}, {"ARENASTAT_SOCKET_DIR", sockets.path()}});
   REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
   ::close(p.in);

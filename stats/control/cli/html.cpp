@@ -33,7 +33,7 @@ int open_page_file(const std::string& file) {
     throw failure{exit_refused, "html: refusing to write " + detail::quoted(file) + ": " +
                                     files::refused_link_reason(*opened.refused_link_owner) + "; choose another FILE"};
   }
-  throw failure{exit_output, "html: cannot write " + file + ": " + error_text(opened.error)};
+  throw failure{exit_output, "html: cannot write " + detail::quoted(file) + ": " + error_text(opened.error)};
 }
 
 // Writes the whole page to FILE; a failed write or close is exit_output.
@@ -47,7 +47,7 @@ void write_page_file(const std::string& file, const std::string& page) {
     else if (n < 0 && errno != EINTR) err = errno;
   }
   if (::close(fd) != 0 && err == 0) err = errno;
-  if (err != 0) throw failure{exit_output, "html: cannot write " + file + ": " + error_text(err)};
+  if (err != 0) throw failure{exit_output, "html: cannot write " + detail::quoted(file) + ": " + error_text(err)};
 }
 
 }  // namespace
