@@ -235,32 +235,32 @@ inline std::string quote(std::string_view s) {
 
 }  // namespace detail
 
-// Reads a whole trace (up to opt.max_requests requests).
-inline trace read_trace(trace_format format, const std::string& path, const trace_options& opt = {}) {
-  detail::input in(path);
-  trace_builder b(path);
+// Reads the requests of `in` (called `name` in errors) into b, up to
+// opt.max_requests; true when it stopped there, before the end of `in`. The
+// seam through which the fuzzer (tests/fuzz/trace_fuzz.cpp) reads memory.
+inline bool read_requests(trace_format format, std::FILE* in, const std::string& name, const trace_options& opt,
+                          trace_builder& b) {
   const auto full = [&] { return opt.max_requests != 0 && b.size() >= opt.max_requests; };
   if (format == trace_format::longs) {
     unsigned char rec[8];
     std::uint64_t offset = 0;
     while (!full()) {
-      const std::size_t n = std::fread(rec, 1, 8, in.get());
+      const std::size_t n = std::fread(rec, 1, 8, in);
       if (n == 0) {
-        if (std::ferror(in.get())) throw trace_error("reading '" + path + "' failed: " + std::strerror(errno));
+        if (std::ferror(in)) throw trace_error("reading '" + name + "' failed: " + std::strerror(errno));
         break;
       }
       if (n != 8)
-        throw trace_error(path + ": truncated record at byte " + std::to_string(offset) + " (" + std::to_string(n) +
+        throw trace_error(name + ": truncated record at byte " + std::to_string(offset) + " (" + std::to_string(n) +
                           " of 8 bytes)");
       std::uint64_t k = 0;
       for (unsigned char c : rec) k = k << 8 | c;
       b.add(k);
       offset += 8;
     }
-    if (!full()) in.close();
-    return std::move(b).take();
+    return full();
   }
-  detail::line_reader lines(in.get(), path);
+  detail::line_reader lines(in, name);
   std::string_view raw;
   if (format == trace_format::csv && opt.csv_header) lines.next(raw);
   while (!full() && lines.next(raw)) {
@@ -298,7 +298,14 @@ inline trace read_trace(trace_format format, const std::string& path, const trac
       case trace_format::longs: break;
     }
   }
-  if (!full()) in.close();
+  return full();
+}
+
+// Reads a whole trace (up to opt.max_requests requests).
+inline trace read_trace(trace_format format, const std::string& path, const trace_options& opt = {}) {
+  detail::input in(path);
+  trace_builder b(path);
+  if (!read_requests(format, in.get(), path, opt, b)) in.close();
   return std::move(b).take();
 }
 
