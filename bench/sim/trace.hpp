@@ -278,7 +278,9 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
         break;
       case trace_format::csv: {
         if (line.empty()) break;
-        const std::string_view f = detail::csv_field(line, opt.csv_column, opt.csv_delimiter);
+        // Split the line as read, not trimmed: with a tab or space delimiter,
+        // trimming would drop an empty first field and shift every column.
+        const std::string_view f = detail::csv_field(raw, opt.csv_column, opt.csv_delimiter);
         if (f.empty()) lines.fail("no field " + std::to_string(opt.csv_column) + " in " + detail::quote(line));
         b.add(detail::key_of_text(f));
         break;

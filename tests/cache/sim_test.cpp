@@ -284,3 +284,14 @@ TEST_CASE("sim: the Caffeine-style sketch halves its counters after 10 x capacit
   CHECK(w.resets() == 1);
   CHECK(w.frequency(0) == 7);
 }
+
+TEST_CASE("sim: a csv split on tabs or spaces keeps an empty first field", "[cache][sim]") {
+  // The line is not trimmed before it is split: with a tab or space
+  // delimiter, that would drop the empty first field and shift every column.
+  const trace tabs = sim::read_trace(sim::trace_format::csv, write_file("a.tsv", "\t5\tx\n\t6\tx\r\n\t5\tx\n"),
+                                     {.csv_column = 2, .csv_delimiter = '\t'});
+  CHECK(tabs.keys == std::vector<std::uint32_t>{0, 1, 0});
+  const trace spaces = sim::read_trace(sim::trace_format::csv, write_file("a.ssv", " 5 x\n 6 x\n"),
+                                       {.csv_column = 2, .csv_delimiter = ' '});
+  CHECK(spaces.keys == std::vector<std::uint32_t>{0, 1});
+}
