@@ -227,6 +227,10 @@ int run(int argc, char** argv) {
         topt.csv_column = static_cast<unsigned>(bench::parse_count(program, usage, opt, value, 1, 1000));
       } else if (opt == "--csv-delimiter") {
         if (value.size() != 1) fail("bad value for --csv-delimiter: '" + std::string(value) + "' (expected one character)");
+        // A double quote starts a quoted field (trace.hpp, csv_field); a line
+        // ending cannot be inside a line.
+        if (value == "\"" || value == "\n" || value == "\r")
+          fail("bad value for --csv-delimiter: a double quote or a line ending cannot separate fields");
         topt.csv_delimiter = value[0];
       } else if (opt == "--max-requests") {
         topt.max_requests = bench::parse_count(program, usage, opt, value, 1, UINT64_MAX);

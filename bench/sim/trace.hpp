@@ -219,12 +219,51 @@ class line_reader {
   std::uint64_t number_ = 0;
 };
 
-inline std::string_view csv_field(std::string_view line, unsigned column, char delimiter) {
+enum class csv_status { ok, missing, unclosed_quote, text_after_quote };
+
+// Field `column` (1-based) of a csv line into `field`, trimmed of spaces and
+// tabs. A field in double quotes (RFC 4180, as libCacheSim's libcsv reads it)
+// may hold the delimiter, "" in it is one quote, and the quotes are not part
+// of the key; it ends on its line (keys hold no newline). `scratch` holds an
+// unquoted field.
+inline csv_status csv_field(std::string_view line, unsigned column, char delimiter, std::string& scratch,
+                            std::string_view& field) {
+  const auto blank = [&](std::size_t i) { return (line[i] == ' ' || line[i] == '\t') && line[i] != delimiter; };
+  std::size_t i = 0;
   for (unsigned c = 1;; ++c) {
-    const std::size_t cut = line.find(delimiter);
-    if (c == column) return trim(line.substr(0, cut));
-    if (cut == std::string_view::npos) return {};
-    line.remove_prefix(cut + 1);
+    std::size_t q = i;
+    while (q < line.size() && blank(q)) ++q;
+    if (q < line.size() && line[q] == '"') {
+      scratch.clear();
+      for (std::size_t from = q + 1;;) {
+        const std::size_t close = line.find('"', from);
+        if (close == std::string_view::npos) return csv_status::unclosed_quote;
+        scratch.append(line.substr(from, close - from));
+        if (close + 1 < line.size() && line[close + 1] == '"') {
+          scratch += '"';
+          from = close + 2;
+          continue;
+        }
+        i = close + 1;
+        break;
+      }
+      while (i < line.size() && blank(i)) ++i;
+      if (i < line.size() && line[i] != delimiter) return csv_status::text_after_quote;
+      if (c == column) {
+        field = scratch;
+        return csv_status::ok;
+      }
+      if (i == line.size()) return csv_status::missing;
+      ++i;
+      continue;
+    }
+    const std::size_t cut = line.find(delimiter, i);
+    if (c == column) {
+      field = trim(line.substr(i, cut == std::string_view::npos ? std::string_view::npos : cut - i));
+      return csv_status::ok;
+    }
+    if (cut == std::string_view::npos) return csv_status::missing;
+    i = cut + 1;
   }
 }
 
@@ -262,6 +301,7 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
   }
   detail::line_reader lines(in, name);
   std::string_view raw;
+  std::string scratch;  // a quoted csv field
   if (format == trace_format::csv && opt.csv_header) lines.next(raw);
   while (!full() && lines.next(raw)) {
     const std::string_view line = detail::trim(raw);
@@ -280,7 +320,13 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
         if (line.empty()) break;
         // Split the line as read, not trimmed: with a tab or space delimiter,
         // trimming would drop an empty first field and shift every column.
-        const std::string_view f = detail::csv_field(raw, opt.csv_column, opt.csv_delimiter);
+        std::string_view f;
+        switch (detail::csv_field(raw, opt.csv_column, opt.csv_delimiter, scratch, f)) {
+          case detail::csv_status::ok: break;
+          case detail::csv_status::missing: f = {}; break;
+          case detail::csv_status::unclosed_quote: lines.fail("no closing '\"' in " + detail::quote(line));
+          case detail::csv_status::text_after_quote: lines.fail("text after a closing '\"' in " + detail::quote(line));
+        }
         if (f.empty()) lines.fail("no field " + std::to_string(opt.csv_column) + " in " + detail::quote(line));
         b.add(detail::key_of_text(f));
         break;

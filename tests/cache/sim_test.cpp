@@ -295,3 +295,17 @@ TEST_CASE("sim: a csv split on tabs or spaces keeps an empty first field", "[cac
                                        {.csv_column = 2, .csv_delimiter = ' '});
   CHECK(spaces.keys == std::vector<std::uint32_t>{0, 1});
 }
+
+TEST_CASE("sim: csv fields in double quotes may hold the delimiter and quotes (RFC 4180)", "[cache][sim]") {
+  // As libCacheSim's csv reader (libcsv) reads them: the quotes are not part
+  // of the key, a delimiter between them does not end the field, "" is one quote.
+  const std::string path = write_file("q.csv", "a,\"x,y\",5\nb,\"5\",5\n\"c\"\"d\", 7 ,\"5\"\n");
+  CHECK(sim::read_trace(sim::trace_format::csv, path, {.csv_column = 3}).keys == std::vector<std::uint32_t>{0, 0, 0});
+  CHECK(sim::read_trace(sim::trace_format::csv, path, {.csv_column = 2}).keys == std::vector<std::uint32_t>{0, 1, 2});
+  const std::string same = write_file("q2.csv", "\"c\"\"d\",1\nc\"d,2\n 5 ,3\n\"5\",4\n");
+  CHECK(sim::read_trace(sim::trace_format::csv, same).keys == std::vector<std::uint32_t>{0, 0, 1, 1});
+  const std::string open = write_file("open.csv", "1,2\n3,\"4\n");
+  CHECK(error_of(sim::trace_format::csv, open, {.csv_column = 2}) == open + ":2: no closing '\"' in '3,\"4'");
+  const std::string after = write_file("after.csv", "\"1\"2,3\n");
+  CHECK(error_of(sim::trace_format::csv, after) == after + ":1: text after a closing '\"' in '\"1\"2,3'");
+}
