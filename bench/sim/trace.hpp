@@ -323,11 +323,12 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
         std::string_view f;
         switch (detail::csv_field(raw, opt.csv_column, opt.csv_delimiter, scratch, f)) {
           case detail::csv_status::ok: break;
-          case detail::csv_status::missing: f = {}; break;
+          case detail::csv_status::missing:
+            lines.fail("no field " + std::to_string(opt.csv_column) + " in " + detail::quote(line));
           case detail::csv_status::unclosed_quote: lines.fail("no closing '\"' in " + detail::quote(line));
           case detail::csv_status::text_after_quote: lines.fail("text after a closing '\"' in " + detail::quote(line));
         }
-        if (f.empty()) lines.fail("no field " + std::to_string(opt.csv_column) + " in " + detail::quote(line));
+        if (f.empty()) lines.fail("empty field " + std::to_string(opt.csv_column) + " in " + detail::quote(line));
         b.add(detail::key_of_text(f));
         break;
       }

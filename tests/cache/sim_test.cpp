@@ -309,3 +309,10 @@ TEST_CASE("sim: csv fields in double quotes may hold the delimiter and quotes (R
   const std::string after = write_file("after.csv", "\"1\"2,3\n");
   CHECK(error_of(sim::trace_format::csv, after) == after + ":1: text after a closing '\"' in '\"1\"2,3'");
 }
+
+TEST_CASE("sim: an empty csv field is named as empty, not as missing", "[cache][sim]") {
+  const std::string csv = write_file("empty.csv", "1,2,3\n1,,3\n");
+  CHECK(error_of(sim::trace_format::csv, csv, {.csv_column = 2}) == csv + ":2: empty field 2 in '1,,3'");
+  const std::string quoted = write_file("empty2.csv", "1,\"\",3\n");
+  CHECK(error_of(sim::trace_format::csv, quoted, {.csv_column = 2}) == quoted + ":1: empty field 2 in '1,\"\",3'");
+}
