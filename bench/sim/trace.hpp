@@ -163,7 +163,8 @@ class input {
   std::FILE* file_ = nullptr;
 };
 
-// Lines of at most max_line bytes (without the newline).
+// Lines of at most max_line bytes (without the newline, or a Windows line
+// ending's '\r' before it).
 class line_reader {
  public:
   line_reader(std::FILE* f, const std::string& path) : f_(f), path_(path), buf_(1 << 16) {}
@@ -171,21 +172,19 @@ class line_reader {
   bool next(std::string_view& line) {
     for (;;) {
       const char* nl = static_cast<const char*>(std::memchr(buf_.data() + pos_, '\n', end_ - pos_));
-      if (nl) {
-        line = std::string_view(buf_.data() + pos_, static_cast<std::size_t>(nl - (buf_.data() + pos_)));
-        pos_ = static_cast<std::size_t>(nl - buf_.data()) + 1;
+      if (nl || eof_) {
+        if (!nl && pos_ == end_) return false;
+        const char* stop = nl ? nl : buf_.data() + end_;
+        line = std::string_view(buf_.data() + pos_, static_cast<std::size_t>(stop - (buf_.data() + pos_)));
+        pos_ = static_cast<std::size_t>(stop - buf_.data()) + (nl ? 1 : 0);
+        if (line.ends_with('\r')) line.remove_suffix(1);  // CRLF: a trace written on Windows
         check(line.size());
         ++number_;
         return true;
       }
-      check(end_ - pos_);
-      if (eof_) {
-        if (pos_ == end_) return false;
-        line = std::string_view(buf_.data() + pos_, end_ - pos_);
-        pos_ = end_;
-        ++number_;
-        return true;
-      }
+      // Not ended yet: too long once past max_line bytes and a '\r' (said
+      // before the buffer fills, and the exact length when the line ends).
+      if (end_ - pos_ > max_line + 1) check(end_ - pos_);
       fill();
     }
   }

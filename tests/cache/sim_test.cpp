@@ -316,3 +316,13 @@ TEST_CASE("sim: an empty csv field is named as empty, not as missing", "[cache][
   const std::string quoted = write_file("empty2.csv", "1,\"\",3\n");
   CHECK(error_of(sim::trace_format::csv, quoted, {.csv_column = 2}) == quoted + ":1: empty field 2 in '1,\"\",3'");
 }
+
+TEST_CASE("sim: a Windows line ending does not count towards a line's 4096 bytes", "[cache][sim]") {
+  const std::string longest(4096, '7');
+  const std::string crlf = write_file("crlf.lirs", "1\r\n" + longest.substr(0, 19) + "\r\n" + longest + "\r\n");
+  CHECK(error_of(sim::trace_format::lirs, crlf) == crlf + ":3: not a block number: '" + longest.substr(0, 40) + "...'");
+  const trace t = sim::read_trace(sim::trace_format::plain, crlf);
+  CHECK(t.keys == std::vector<std::uint32_t>{0, 1, 2});
+  const std::string too_long = write_file("crlf2.lirs", "1\r\n" + longest + "7\r\n");
+  CHECK(error_of(sim::trace_format::lirs, too_long) == too_long + ":2: line longer than 4096 bytes");
+}
