@@ -163,8 +163,8 @@ class input {
   std::FILE* file_ = nullptr;
 };
 
-// Lines of at most max_line bytes (without the newline, or a Windows line
-// ending's '\r' before it).
+// Lines of at most max_line bytes (without the newline, a Windows line
+// ending's '\r' before it, or a byte order mark before the first line).
 class line_reader {
  public:
   line_reader(std::FILE* f, const std::string& path) : f_(f), path_(path), buf_(1 << 16) {}
@@ -178,13 +178,16 @@ class line_reader {
         line = std::string_view(buf_.data() + pos_, static_cast<std::size_t>(stop - (buf_.data() + pos_)));
         pos_ = static_cast<std::size_t>(stop - buf_.data()) + (nl ? 1 : 0);
         if (line.ends_with('\r')) line.remove_suffix(1);  // CRLF: a trace written on Windows
+        // A UTF-8 byte order mark (Windows editors write one) is not part of
+        // the first line: it would make the first key another key, or an error.
+        if (number_ == 0 && line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
         check(line.size());
         ++number_;
         return true;
       }
-      // Not ended yet: too long once past max_line bytes and a '\r' (said
-      // before the buffer fills, and the exact length when the line ends).
-      if (end_ - pos_ > max_line + 1) check(end_ - pos_);
+      // Not ended yet: too long once past max_line bytes, a '\r' and a byte
+      // order mark (said before the buffer fills; exactly when the line ends).
+      if (end_ - pos_ > max_line + 4) check(end_ - pos_);
       fill();
     }
   }

@@ -326,3 +326,20 @@ TEST_CASE("sim: a Windows line ending does not count towards a line's 4096 bytes
   const std::string too_long = write_file("crlf2.lirs", "1\r\n" + longest + "7\r\n");
   CHECK(error_of(sim::trace_format::lirs, too_long) == too_long + ":2: line longer than 4096 bytes");
 }
+
+TEST_CASE("sim: a UTF-8 byte order mark before the first line is not part of it", "[cache][sim]") {
+  // Windows editors start UTF-8 files with EF BB BF: the first key is the
+  // same key as on the lines after it, in every text format.
+  const std::string bom = "\xEF\xBB\xBF";
+  CHECK(sim::read_trace(sim::trace_format::lirs, write_file("bom.lirs", bom + "1\r\n2\r\n1\r\n")).keys ==
+        std::vector<std::uint32_t>{0, 1, 0});
+  CHECK(sim::read_trace(sim::trace_format::plain, write_file("bom.txt", bom + "1\n2\n1\n")).keys ==
+        std::vector<std::uint32_t>{0, 1, 0});
+  CHECK(sim::read_trace(sim::trace_format::csv, write_file("bom.csv", bom + "1,a\n2,b\n1,c\n")).keys ==
+        std::vector<std::uint32_t>{0, 1, 0});
+  CHECK(sim::read_trace(sim::trace_format::arc, write_file("bom.arc", bom + "1 2\n2 1\n")).keys ==
+        std::vector<std::uint32_t>{0, 1, 1});
+  // Only before the first line: elsewhere it is text like any other.
+  const std::string later = write_file("bom2.lirs", "1\n" + bom + "1\n");
+  CHECK(error_of(sim::trace_format::lirs, later) == later + ":2: not a block number: '" + bom + "1'");
+}
