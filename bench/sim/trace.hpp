@@ -212,12 +212,26 @@ class line_reader {
       eof_ = true;
     }
     end_ += n;
+    if (!sniffed_) refuse_compressed();
+  }
+  // Compressed bytes read as text would be keys (plain, csv) with no error:
+  // a compressed file not named .gz or .xz is refused by its magic number.
+  void refuse_compressed() {
+    sniffed_ = true;
+    const std::string_view head(buf_.data(), end_);
+    const auto refuse = [&](const char* what) { throw trace_error(path_ + ":1: " + what); };
+    if (head.starts_with("\x1f\x8b")) refuse("gzip-compressed data (a name ending in .gz is read through gzip -dc)");
+    if (head.starts_with(std::string_view("\xFD" "7zXZ\0", 6)))
+      refuse("xz-compressed data (a name ending in .xz is read through xz -dc)");
+    if (head.starts_with("\x28\xB5\x2F\xFD")) refuse("zstd-compressed data (decompress it first)");
+    if (head.size() >= 10 && head.starts_with("BZh") && head.substr(4, 6) == "1AY&SY")
+      refuse("bzip2-compressed data (decompress it first)");
   }
   std::FILE* f_;
   std::string path_;
   std::vector<char> buf_;
   std::size_t pos_ = 0, end_ = 0;
-  bool eof_ = false;
+  bool eof_ = false, sniffed_ = false;
   std::uint64_t number_ = 0;
 };
 

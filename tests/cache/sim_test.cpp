@@ -343,3 +343,20 @@ TEST_CASE("sim: a UTF-8 byte order mark before the first line is not part of it"
   const std::string later = write_file("bom2.lirs", "1\n" + bom + "1\n");
   CHECK(error_of(sim::trace_format::lirs, later) == later + ":2: not a block number: '" + bom + "1'");
 }
+
+TEST_CASE("sim: compressed data in a file not named .gz or .xz is refused, not read as text", "[cache][sim]") {
+  // A .gz saved under another name would otherwise become one key per
+  // "line" of compressed bytes (plain, csv) with no error at all.
+  const std::string text = write_file("c.txt", "1\n2\n1\n");
+  REQUIRE(std::system(("gzip -c " + text + " > " + text + ".gzip").c_str()) == 0);
+  written().paths.push_back(text + ".gzip");
+  CHECK(error_of(sim::trace_format::plain, text + ".gzip") ==
+        text + ".gzip:1: gzip-compressed data (a name ending in .gz is read through gzip -dc)");
+  const std::string xz = write_file("c.xz.txt", std::string("\xFD" "7zXZ\0\0\x01", 8));
+  CHECK(error_of(sim::trace_format::csv, xz) == xz + ":1: xz-compressed data (a name ending in .xz is read through xz -dc)");
+  const std::string zst = write_file("c.zst", std::string("\x28\xB5\x2F\xFD\x24\x06", 6));
+  CHECK(error_of(sim::trace_format::plain, zst) == zst + ":1: zstd-compressed data (decompress it first)");
+  const std::string bz = write_file("c.bz", "BZh91AY&SY...");
+  CHECK(error_of(sim::trace_format::lirs, bz) == bz + ":1: bzip2-compressed data (decompress it first)");
+  CHECK(sim::read_trace(sim::trace_format::plain, text).keys == std::vector<std::uint32_t>{0, 1, 0});
+}
