@@ -355,7 +355,7 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
         const std::string_view rest = cut == std::string_view::npos ? std::string_view{} : detail::trim(line.substr(cut));
         const std::string_view second = rest.substr(0, rest.find_first_of(" \t"));
         if (!detail::parse_u64(line.substr(0, cut), start) || !detail::parse_u64(second, count) || count == 0 ||
-            count > 1'000'000 || start + count < start)
+            count > 1'000'000 || count - 1 > UINT64_MAX - start)  // the last block, start + count - 1, fits
           lines.fail("expected 'start count' (count 1..1000000): " + detail::quote(line));
         for (std::uint64_t i = 0; i < count && !full(); ++i) b.add(start + i);
         break;

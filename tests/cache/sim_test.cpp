@@ -360,3 +360,11 @@ TEST_CASE("sim: compressed data in a file not named .gz or .xz is refused, not r
   CHECK(error_of(sim::trace_format::lirs, bz) == bz + ":1: bzip2-compressed data (decompress it first)");
   CHECK(sim::read_trace(sim::trace_format::plain, text).keys == std::vector<std::uint32_t>{0, 1, 0});
 }
+
+TEST_CASE("sim: an arc line may run up to the last block number", "[cache][sim]") {
+  const std::string top = write_file("top.arc", "18446744073709551615 1\n18446744073709551614 2\n");
+  CHECK(sim::read_trace(sim::trace_format::arc, top).keys == std::vector<std::uint32_t>{0, 1, 0});
+  const std::string past = write_file("past.arc", "18446744073709551615 2\n");
+  CHECK(error_of(sim::trace_format::arc, past) ==
+        past + ":1: expected 'start count' (count 1..1000000): '18446744073709551615 2'");
+}
