@@ -368,3 +368,38 @@ TEST_CASE("sim: an arc line may run up to the last block number", "[cache][sim]"
   CHECK(error_of(sim::trace_format::arc, past) ==
         past + ":1: expected 'start count' (count 1..1000000): '18446744073709551615 2'");
 }
+
+#ifdef ARENASTAT_BENCH_CACHE
+// cache_sim, built beside bench_cache: its exit status and what it printed.
+static std::pair<int, std::string> run_cache_sim(const std::string& args) {
+  std::string program = ARENASTAT_BENCH_CACHE;
+  program = program.substr(0, program.rfind('/') + 1) + "cache_sim";
+  std::string out;
+  std::FILE* p = ::popen((program + " " + args + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST_CASE("sim: cache_sim --check-lru refuses policies without lru and ref_lru", "[cache][sim]") {
+  // Without both there is nothing to compare: it said "lru == ref_lru" for
+  // --policies=arc, and compared lru with an unset count for --policies=lru.
+  for (const char* policies : {"arc", "lru", "ref_lru,arc"}) {
+    INFO(policies);
+    const auto [status, out] = run_cache_sim(std::string("--check-lru --sizes=10 --policies=") + policies +
+                                             " loop:length=100");
+    CHECK(status == 2);
+    CHECK_THAT(out, Catch::StartsWith("cache_sim: --check-lru compares lru with ref_lru: give both in --policies "
+                                      "(the policies for 'loop:length=100' are "));
+  }
+  const auto [status, out] = run_cache_sim("--check-lru --sizes=10 --policies=lru,ref_lru loop:length=100");
+  CHECK(status == 0);
+  CHECK_THAT(out, Catch::EndsWith("lru == ref_lru on every trace and size\n"));
+  // After the last trace it applies to the whole run too (it compared nothing).
+  const auto [after_status, after] = run_cache_sim("--sizes=10 --policies=lru loop:length=100 --check-lru");
+  CHECK(after_status == 2);
+  CHECK_THAT(after, Catch::StartsWith("cache_sim: --check-lru compares lru with ref_lru"));
+}
+#endif
