@@ -45,6 +45,7 @@ printf '\x01\x00abc\n42\n\n  42 \n-1\n18446744073709551616' > "$out/corpus/trace
 printf '\x0c\x06t,op,key\r\n1,r,5\n2,"w,x",abc\n3,,5\n' > "$out/corpus/trace/seed-csv"
 printf '\x02\x02\t5\tx\n6\t\t7\n' > "$out/corpus/trace/seed-tsv"
 printf '\x03\x00 10 3 0 1\n11\t2\n18446744073709551615 1\n' > "$out/corpus/trace/seed-arc"
+printf '\x00\x00%4097s\n1\r\n' 7 > "$out/corpus/trace/seed-long-line"
 printf '\x04\x00\x00\x00\x00\x00\x00\x00\x00\x01\xff\xff\xff\xff\xff\xff\xff\xff\x01\x02' > "$out/corpus/trace/seed-longs"
 "$out/build/tests/fuzz/trace_fuzz" "$out/corpus/trace" -max_total_time="$seconds" -max_len=16384 -timeout=10 \
   -artifact_prefix="$out/crashes/trace-" -print_final_stats=1
