@@ -185,16 +185,17 @@ int run(int argc, char** argv) {
   sim::trace_options topt;
   bool json = false, check_lru = false, any_trace = false, lru_differs = false;
   std::vector<row> rows;
-  // --json applies to the whole run wherever it stands.
-  for (int a = 1; a < argc; ++a) json |= std::string_view(argv[a]) == "--json";
+  // --json and --check-lru apply to the whole run wherever they stand (read
+  // here: a --check-lru after the last trace compared nothing and said equal).
+  for (int a = 1; a < argc; ++a) {
+    json |= std::string_view(argv[a]) == "--json";
+    check_lru |= std::string_view(argv[a]) == "--check-lru";
+  }
   std::FILE* table = json ? stderr : stdout;
   for (int a = 1; a < argc; ++a) {
     const std::string_view arg = argv[a];
     if (arg == "--json") continue;
-    if (arg == "--check-lru") {
-      check_lru = true;
-      continue;
-    }
+    if (arg == "--check-lru") continue;
     if (arg == "--csv-header") {
       topt.csv_header = true;
       continue;
@@ -227,6 +228,10 @@ int run(int argc, char** argv) {
         topt.csv_column = static_cast<unsigned>(bench::parse_count(program, usage, opt, value, 1, 1000));
       } else if (opt == "--csv-delimiter") {
         if (value.size() != 1) fail("bad value for --csv-delimiter: '" + std::string(value) + "' (expected one character)");
+        // A double quote starts a quoted field (trace.hpp, csv_field); a line
+        // ending cannot be inside a line.
+        if (value == "\"" || value == "\n" || value == "\r")
+          fail("bad value for --csv-delimiter: a double quote or a line ending cannot separate fields");
         topt.csv_delimiter = value[0];
       } else if (opt == "--max-requests") {
         topt.max_requests = bench::parse_count(program, usage, opt, value, 1, UINT64_MAX);
@@ -236,6 +241,20 @@ int run(int argc, char** argv) {
       continue;
     }
     if (sizes.empty()) fail("no --sizes before the trace '" + std::string(arg) + "'");
+    if (check_lru) {
+      // Without both there is nothing to compare (a missing one's hits were
+      // UINT64_MAX: equal when both were missing, a difference when one was).
+      bool lru = false, ref_lru = false;
+      std::string names;
+      for (const auto* p : policies) {
+        lru |= p->name == "lru";
+        ref_lru |= p->name == "ref_lru";
+        names += (names.empty() ? "" : ",") + std::string(p->name);
+      }
+      if (!lru || !ref_lru)
+        fail("--check-lru compares lru with ref_lru: give both in --policies (the policies for '" + std::string(arg) +
+             "' are " + names + ")");
+    }
     any_trace = true;
     trace t;
     try {

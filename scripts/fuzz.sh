@@ -34,3 +34,18 @@ export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1
   -artifact_prefix="$out/crashes/control-" -print_final_stats=1
 "$out/build/tests/fuzz/resource_fuzz" "$out/corpus/resource" -max_total_time="$seconds" -max_len=4096 \
   -artifact_prefix="$out/crashes/resource-" -print_final_stats=1
+
+# trace_fuzz: cache_sim's trace readers (lirs, plain, csv, arc, longs) on
+# arbitrary bytes: keys or an error naming a line that exists, nothing else.
+# Seeds: byte 0 the format (and csv column), byte 1 the csv delimiter and header.
+cmake --build "$out/build" -j"$(nproc)" --target trace_fuzz
+mkdir -p "$out/corpus/trace"
+printf '\x00\x00 7\n9\r\n*\n7\n\xef\xbb\xbf12\n' > "$out/corpus/trace/seed-lirs"
+printf '\x01\x00abc\n42\n\n  42 \n-1\n18446744073709551616' > "$out/corpus/trace/seed-plain"
+printf '\x0c\x06t,op,key\r\n1,r,5\n2,"w,x",abc\n3,,5\n' > "$out/corpus/trace/seed-csv"
+printf '\x02\x02\t5\tx\n6\t\t7\n' > "$out/corpus/trace/seed-tsv"
+printf '\x03\x00 10 3 0 1\n11\t2\n18446744073709551615 1\n' > "$out/corpus/trace/seed-arc"
+printf '\x00\x00%4097s\n1\r\n' 7 > "$out/corpus/trace/seed-long-line"
+printf '\x04\x00\x00\x00\x00\x00\x00\x00\x00\x01\xff\xff\xff\xff\xff\xff\xff\xff\x01\x02' > "$out/corpus/trace/seed-longs"
+"$out/build/tests/fuzz/trace_fuzz" "$out/corpus/trace" -max_total_time="$seconds" -max_len=16384 -timeout=10 \
+  -artifact_prefix="$out/crashes/trace-" -print_final_stats=1

@@ -163,7 +163,8 @@ class input {
   std::FILE* file_ = nullptr;
 };
 
-// Lines of at most max_line bytes (without the newline).
+// Lines of at most max_line bytes (without the newline, a Windows line
+// ending's '\r' before it, or a byte order mark before the first line).
 class line_reader {
  public:
   line_reader(std::FILE* f, const std::string& path) : f_(f), path_(path), buf_(1 << 16) {}
@@ -171,21 +172,22 @@ class line_reader {
   bool next(std::string_view& line) {
     for (;;) {
       const char* nl = static_cast<const char*>(std::memchr(buf_.data() + pos_, '\n', end_ - pos_));
-      if (nl) {
-        line = std::string_view(buf_.data() + pos_, static_cast<std::size_t>(nl - (buf_.data() + pos_)));
-        pos_ = static_cast<std::size_t>(nl - buf_.data()) + 1;
+      if (nl || eof_) {
+        if (!nl && pos_ == end_) return false;
+        const char* stop = nl ? nl : buf_.data() + end_;
+        line = std::string_view(buf_.data() + pos_, static_cast<std::size_t>(stop - (buf_.data() + pos_)));
+        pos_ = static_cast<std::size_t>(stop - buf_.data()) + (nl ? 1 : 0);
+        if (line.ends_with('\r')) line.remove_suffix(1);  // CRLF: a trace written on Windows
+        // A UTF-8 byte order mark (Windows editors write one) is not part of
+        // the first line: it would make the first key another key, or an error.
+        if (number_ == 0 && line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
         check(line.size());
         ++number_;
         return true;
       }
-      check(end_ - pos_);
-      if (eof_) {
-        if (pos_ == end_) return false;
-        line = std::string_view(buf_.data() + pos_, end_ - pos_);
-        pos_ = end_;
-        ++number_;
-        return true;
-      }
+      // Not ended yet: too long once past max_line bytes, a '\r' and a byte
+      // order mark (said before the buffer fills; exactly when the line ends).
+      if (end_ - pos_ > max_line + 4) check(end_ - pos_);
       fill();
     }
   }
@@ -210,21 +212,74 @@ class line_reader {
       eof_ = true;
     }
     end_ += n;
+    if (!sniffed_) refuse_compressed();
+  }
+  // Compressed bytes read as text would be keys (plain, csv) with no error:
+  // a compressed file not named .gz or .xz is refused by its magic number.
+  void refuse_compressed() {
+    sniffed_ = true;
+    const std::string_view head(buf_.data(), end_);
+    const auto refuse = [&](const char* what) { throw trace_error(path_ + ":1: " + what); };
+    if (head.starts_with("\x1f\x8b")) refuse("gzip-compressed data (a name ending in .gz is read through gzip -dc)");
+    if (head.starts_with(std::string_view("\xFD" "7zXZ\0", 6)))
+      refuse("xz-compressed data (a name ending in .xz is read through xz -dc)");
+    if (head.starts_with("\x28\xB5\x2F\xFD")) refuse("zstd-compressed data (decompress it first)");
+    if (head.size() >= 10 && head.starts_with("BZh") && head.substr(4, 6) == "1AY&SY")
+      refuse("bzip2-compressed data (decompress it first)");
   }
   std::FILE* f_;
   std::string path_;
   std::vector<char> buf_;
   std::size_t pos_ = 0, end_ = 0;
-  bool eof_ = false;
+  bool eof_ = false, sniffed_ = false;
   std::uint64_t number_ = 0;
 };
 
-inline std::string_view csv_field(std::string_view line, unsigned column, char delimiter) {
+enum class csv_status { ok, missing, unclosed_quote, text_after_quote };
+
+// Field `column` (1-based) of a csv line into `field`, trimmed of spaces and
+// tabs. A field in double quotes (RFC 4180, as libCacheSim's libcsv reads it)
+// may hold the delimiter, "" in it is one quote, and the quotes are not part
+// of the key; it ends on its line (keys hold no newline). `scratch` holds an
+// unquoted field.
+inline csv_status csv_field(std::string_view line, unsigned column, char delimiter, std::string& scratch,
+                            std::string_view& field) {
+  const auto blank = [&](std::size_t i) { return (line[i] == ' ' || line[i] == '\t') && line[i] != delimiter; };
+  std::size_t i = 0;
   for (unsigned c = 1;; ++c) {
-    const std::size_t cut = line.find(delimiter);
-    if (c == column) return trim(line.substr(0, cut));
-    if (cut == std::string_view::npos) return {};
-    line.remove_prefix(cut + 1);
+    std::size_t q = i;
+    while (q < line.size() && blank(q)) ++q;
+    if (q < line.size() && line[q] == '"') {
+      scratch.clear();
+      for (std::size_t from = q + 1;;) {
+        const std::size_t close = line.find('"', from);
+        if (close == std::string_view::npos) return csv_status::unclosed_quote;
+        scratch.append(line.substr(from, close - from));
+        if (close + 1 < line.size() && line[close + 1] == '"') {
+          scratch += '"';
+          from = close + 2;
+          continue;
+        }
+        i = close + 1;
+        break;
+      }
+      while (i < line.size() && blank(i)) ++i;
+      if (i < line.size() && line[i] != delimiter) return csv_status::text_after_quote;
+      if (c == column) {
+        field = scratch;
+        return csv_status::ok;
+      }
+      if (i == line.size()) return csv_status::missing;
+      ++i;
+      continue;
+    }
+    const std::size_t cut = line.find(delimiter, i);
+    if (c == column) {
+      field = trim(line.substr(i, cut == std::string_view::npos ? std::string_view::npos : cut - i));
+      return csv_status::ok;
+    }
+    if (cut == std::string_view::npos) return csv_status::missing;
+    i = cut + 1;
   }
 }
 
@@ -235,33 +290,34 @@ inline std::string quote(std::string_view s) {
 
 }  // namespace detail
 
-// Reads a whole trace (up to opt.max_requests requests).
-inline trace read_trace(trace_format format, const std::string& path, const trace_options& opt = {}) {
-  detail::input in(path);
-  trace_builder b(path);
+// Reads the requests of `in` (called `name` in errors) into b, up to
+// opt.max_requests; true when it stopped there, before the end of `in`. The
+// seam through which the fuzzer (tests/fuzz/trace_fuzz.cpp) reads memory.
+inline bool read_requests(trace_format format, std::FILE* in, const std::string& name, const trace_options& opt,
+                          trace_builder& b) {
   const auto full = [&] { return opt.max_requests != 0 && b.size() >= opt.max_requests; };
   if (format == trace_format::longs) {
     unsigned char rec[8];
     std::uint64_t offset = 0;
     while (!full()) {
-      const std::size_t n = std::fread(rec, 1, 8, in.get());
+      const std::size_t n = std::fread(rec, 1, 8, in);
       if (n == 0) {
-        if (std::ferror(in.get())) throw trace_error("reading '" + path + "' failed: " + std::strerror(errno));
+        if (std::ferror(in)) throw trace_error("reading '" + name + "' failed: " + std::strerror(errno));
         break;
       }
       if (n != 8)
-        throw trace_error(path + ": truncated record at byte " + std::to_string(offset) + " (" + std::to_string(n) +
+        throw trace_error(name + ": truncated record at byte " + std::to_string(offset) + " (" + std::to_string(n) +
                           " of 8 bytes)");
       std::uint64_t k = 0;
       for (unsigned char c : rec) k = k << 8 | c;
       b.add(k);
       offset += 8;
     }
-    if (!full()) in.close();
-    return std::move(b).take();
+    return full();
   }
-  detail::line_reader lines(in.get(), path);
+  detail::line_reader lines(in, name);
   std::string_view raw;
+  std::string scratch;  // a quoted csv field
   if (format == trace_format::csv && opt.csv_header) lines.next(raw);
   while (!full() && lines.next(raw)) {
     const std::string_view line = detail::trim(raw);
@@ -278,8 +334,17 @@ inline trace read_trace(trace_format format, const std::string& path, const trac
         break;
       case trace_format::csv: {
         if (line.empty()) break;
-        const std::string_view f = detail::csv_field(line, opt.csv_column, opt.csv_delimiter);
-        if (f.empty()) lines.fail("no field " + std::to_string(opt.csv_column) + " in " + detail::quote(line));
+        // Split the line as read, not trimmed: with a tab or space delimiter,
+        // trimming would drop an empty first field and shift every column.
+        std::string_view f;
+        switch (detail::csv_field(raw, opt.csv_column, opt.csv_delimiter, scratch, f)) {
+          case detail::csv_status::ok: break;
+          case detail::csv_status::missing:
+            lines.fail("no field " + std::to_string(opt.csv_column) + " in " + detail::quote(line));
+          case detail::csv_status::unclosed_quote: lines.fail("no closing '\"' in " + detail::quote(line));
+          case detail::csv_status::text_after_quote: lines.fail("text after a closing '\"' in " + detail::quote(line));
+        }
+        if (f.empty()) lines.fail("empty field " + std::to_string(opt.csv_column) + " in " + detail::quote(line));
         b.add(detail::key_of_text(f));
         break;
       }
@@ -290,7 +355,7 @@ inline trace read_trace(trace_format format, const std::string& path, const trac
         const std::string_view rest = cut == std::string_view::npos ? std::string_view{} : detail::trim(line.substr(cut));
         const std::string_view second = rest.substr(0, rest.find_first_of(" \t"));
         if (!detail::parse_u64(line.substr(0, cut), start) || !detail::parse_u64(second, count) || count == 0 ||
-            count > 1'000'000 || start + count < start)
+            count > 1'000'000 || count - 1 > UINT64_MAX - start)  // the last block, start + count - 1, fits
           lines.fail("expected 'start count' (count 1..1000000): " + detail::quote(line));
         for (std::uint64_t i = 0; i < count && !full(); ++i) b.add(start + i);
         break;
@@ -298,7 +363,14 @@ inline trace read_trace(trace_format format, const std::string& path, const trac
       case trace_format::longs: break;
     }
   }
-  if (!full()) in.close();
+  return full();
+}
+
+// Reads a whole trace (up to opt.max_requests requests).
+inline trace read_trace(trace_format format, const std::string& path, const trace_options& opt = {}) {
+  detail::input in(path);
+  trace_builder b(path);
+  if (!read_requests(format, in.get(), path, opt, b)) in.close();
   return std::move(b).take();
 }
 

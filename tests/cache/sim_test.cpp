@@ -284,3 +284,122 @@ TEST_CASE("sim: the Caffeine-style sketch halves its counters after 10 x capacit
   CHECK(w.resets() == 1);
   CHECK(w.frequency(0) == 7);
 }
+
+TEST_CASE("sim: a csv split on tabs or spaces keeps an empty first field", "[cache][sim]") {
+  // The line is not trimmed before it is split: with a tab or space
+  // delimiter, that would drop the empty first field and shift every column.
+  const trace tabs = sim::read_trace(sim::trace_format::csv, write_file("a.tsv", "\t5\tx\n\t6\tx\r\n\t5\tx\n"),
+                                     {.csv_column = 2, .csv_delimiter = '\t'});
+  CHECK(tabs.keys == std::vector<std::uint32_t>{0, 1, 0});
+  const trace spaces = sim::read_trace(sim::trace_format::csv, write_file("a.ssv", " 5 x\n 6 x\n"),
+                                       {.csv_column = 2, .csv_delimiter = ' '});
+  CHECK(spaces.keys == std::vector<std::uint32_t>{0, 1});
+}
+
+TEST_CASE("sim: csv fields in double quotes may hold the delimiter and quotes (RFC 4180)", "[cache][sim]") {
+  // As libCacheSim's csv reader (libcsv) reads them: the quotes are not part
+  // of the key, a delimiter between them does not end the field, "" is one quote.
+  const std::string path = write_file("q.csv", "a,\"x,y\",5\nb,\"5\",5\n\"c\"\"d\", 7 ,\"5\"\n");
+  CHECK(sim::read_trace(sim::trace_format::csv, path, {.csv_column = 3}).keys == std::vector<std::uint32_t>{0, 0, 0});
+  CHECK(sim::read_trace(sim::trace_format::csv, path, {.csv_column = 2}).keys == std::vector<std::uint32_t>{0, 1, 2});
+  const std::string same = write_file("q2.csv", "\"c\"\"d\",1\nc\"d,2\n 5 ,3\n\"5\",4\n");
+  CHECK(sim::read_trace(sim::trace_format::csv, same).keys == std::vector<std::uint32_t>{0, 0, 1, 1});
+  const std::string open = write_file("open.csv", "1,2\n3,\"4\n");
+  CHECK(error_of(sim::trace_format::csv, open, {.csv_column = 2}) == open + ":2: no closing '\"' in '3,\"4'");
+  const std::string after = write_file("after.csv", "\"1\"2,3\n");
+  CHECK(error_of(sim::trace_format::csv, after) == after + ":1: text after a closing '\"' in '\"1\"2,3'");
+}
+
+TEST_CASE("sim: an empty csv field is named as empty, not as missing", "[cache][sim]") {
+  const std::string csv = write_file("empty.csv", "1,2,3\n1,,3\n");
+  CHECK(error_of(sim::trace_format::csv, csv, {.csv_column = 2}) == csv + ":2: empty field 2 in '1,,3'");
+  const std::string quoted = write_file("empty2.csv", "1,\"\",3\n");
+  CHECK(error_of(sim::trace_format::csv, quoted, {.csv_column = 2}) == quoted + ":1: empty field 2 in '1,\"\",3'");
+}
+
+TEST_CASE("sim: a Windows line ending does not count towards a line's 4096 bytes", "[cache][sim]") {
+  const std::string longest(4096, '7');
+  const std::string crlf = write_file("crlf.lirs", "1\r\n" + longest.substr(0, 19) + "\r\n" + longest + "\r\n");
+  CHECK(error_of(sim::trace_format::lirs, crlf) == crlf + ":3: not a block number: '" + longest.substr(0, 40) + "...'");
+  const trace t = sim::read_trace(sim::trace_format::plain, crlf);
+  CHECK(t.keys == std::vector<std::uint32_t>{0, 1, 2});
+  const std::string too_long = write_file("crlf2.lirs", "1\r\n" + longest + "7\r\n");
+  CHECK(error_of(sim::trace_format::lirs, too_long) == too_long + ":2: line longer than 4096 bytes");
+}
+
+TEST_CASE("sim: a UTF-8 byte order mark before the first line is not part of it", "[cache][sim]") {
+  // Windows editors start UTF-8 files with EF BB BF: the first key is the
+  // same key as on the lines after it, in every text format.
+  const std::string bom = "\xEF\xBB\xBF";
+  CHECK(sim::read_trace(sim::trace_format::lirs, write_file("bom.lirs", bom + "1\r\n2\r\n1\r\n")).keys ==
+        std::vector<std::uint32_t>{0, 1, 0});
+  CHECK(sim::read_trace(sim::trace_format::plain, write_file("bom.txt", bom + "1\n2\n1\n")).keys ==
+        std::vector<std::uint32_t>{0, 1, 0});
+  CHECK(sim::read_trace(sim::trace_format::csv, write_file("bom.csv", bom + "1,a\n2,b\n1,c\n")).keys ==
+        std::vector<std::uint32_t>{0, 1, 0});
+  CHECK(sim::read_trace(sim::trace_format::arc, write_file("bom.arc", bom + "1 2\n2 1\n")).keys ==
+        std::vector<std::uint32_t>{0, 1, 1});
+  // Only before the first line: elsewhere it is text like any other.
+  const std::string later = write_file("bom2.lirs", "1\n" + bom + "1\n");
+  CHECK(error_of(sim::trace_format::lirs, later) == later + ":2: not a block number: '" + bom + "1'");
+}
+
+TEST_CASE("sim: compressed data in a file not named .gz or .xz is refused, not read as text", "[cache][sim]") {
+  // A .gz saved under another name would otherwise become one key per
+  // "line" of compressed bytes (plain, csv) with no error at all.
+  const std::string text = write_file("c.txt", "1\n2\n1\n");
+  REQUIRE(std::system(("gzip -c " + text + " > " + text + ".gzip").c_str()) == 0);
+  written().paths.push_back(text + ".gzip");
+  CHECK(error_of(sim::trace_format::plain, text + ".gzip") ==
+        text + ".gzip:1: gzip-compressed data (a name ending in .gz is read through gzip -dc)");
+  const std::string xz = write_file("c.xz.txt", std::string("\xFD" "7zXZ\0\0\x01", 8));
+  CHECK(error_of(sim::trace_format::csv, xz) == xz + ":1: xz-compressed data (a name ending in .xz is read through xz -dc)");
+  const std::string zst = write_file("c.zst", std::string("\x28\xB5\x2F\xFD\x24\x06", 6));
+  CHECK(error_of(sim::trace_format::plain, zst) == zst + ":1: zstd-compressed data (decompress it first)");
+  const std::string bz = write_file("c.bz", "BZh91AY&SY...");
+  CHECK(error_of(sim::trace_format::lirs, bz) == bz + ":1: bzip2-compressed data (decompress it first)");
+  CHECK(sim::read_trace(sim::trace_format::plain, text).keys == std::vector<std::uint32_t>{0, 1, 0});
+}
+
+TEST_CASE("sim: an arc line may run up to the last block number", "[cache][sim]") {
+  const std::string top = write_file("top.arc", "18446744073709551615 1\n18446744073709551614 2\n");
+  CHECK(sim::read_trace(sim::trace_format::arc, top).keys == std::vector<std::uint32_t>{0, 1, 0});
+  const std::string past = write_file("past.arc", "18446744073709551615 2\n");
+  CHECK(error_of(sim::trace_format::arc, past) ==
+        past + ":1: expected 'start count' (count 1..1000000): '18446744073709551615 2'");
+}
+
+#ifdef ARENASTAT_BENCH_CACHE
+// cache_sim, built beside bench_cache: its exit status and what it printed.
+static std::pair<int, std::string> run_cache_sim(const std::string& args) {
+  std::string program = ARENASTAT_BENCH_CACHE;
+  program = program.substr(0, program.rfind('/') + 1) + "cache_sim";
+  std::string out;
+  std::FILE* p = ::popen((program + " " + args + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST_CASE("sim: cache_sim --check-lru refuses policies without lru and ref_lru", "[cache][sim]") {
+  // Without both there is nothing to compare: it said "lru == ref_lru" for
+  // --policies=arc, and compared lru with an unset count for --policies=lru.
+  for (const char* policies : {"arc", "lru", "ref_lru,arc"}) {
+    INFO(policies);
+    const auto [status, out] = run_cache_sim(std::string("--check-lru --sizes=10 --policies=") + policies +
+                                             " loop:length=100");
+    CHECK(status == 2);
+    CHECK_THAT(out, Catch::StartsWith("cache_sim: --check-lru compares lru with ref_lru: give both in --policies "
+                                      "(the policies for 'loop:length=100' are "));
+  }
+  const auto [status, out] = run_cache_sim("--check-lru --sizes=10 --policies=lru,ref_lru loop:length=100");
+  CHECK(status == 0);
+  CHECK_THAT(out, Catch::EndsWith("lru == ref_lru on every trace and size\n"));
+  // After the last trace it applies to the whole run too (it compared nothing).
+  const auto [after_status, after] = run_cache_sim("--sizes=10 --policies=lru loop:length=100 --check-lru");
+  CHECK(after_status == 2);
+  CHECK_THAT(after, Catch::StartsWith("cache_sim: --check-lru compares lru with ref_lru"));
+}
+#endif
