@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "args.hpp"
+#include "json_writer.hpp"
+#include "text_escape.hpp"
 #include "arenastat/cache/cache.hpp"
 #include "sim/reference_policies.hpp"
 #include "sim/synthetic.hpp"
@@ -39,7 +41,12 @@ constexpr std::string_view usage =
     "  TRACE: FORMAT:PATH (FORMAT lirs, plain, csv, arc or longs; .gz/.xz decompressed)\n"
     "         or GENERATOR[:name=value,...] (loop, zipf, zipf-phase, scan, recency)";
 
-[[noreturn]] void fail(const std::string& msg) { bench::usage_error(program, usage, msg); }
+// Trace names and error messages are user data (paths, lines of a trace):
+// printed for people through the one text escaper, so that a name cannot end
+// a line or move a terminal's cursor.
+std::string shown(std::string_view text) { return detail::escape_text(text); }
+
+[[noreturn]] void fail(const std::string& msg) { bench::usage_error(program, usage, shown(msg)); }
 
 // Replays t through a policy object with access(key, position) -> hit.
 template <class P>
@@ -146,20 +153,6 @@ struct row {
   std::uint64_t hits;
 };
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 }  // namespace
 
@@ -260,17 +253,17 @@ int run(int argc, char** argv) {
     try {
       t = load(arg, topt);
     } catch (const sim::trace_error& e) {
-      std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), e.what());
+      std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), shown(e.what()).c_str());
       return 1;
     }
     if (t.keys.empty()) {
-      std::fprintf(stderr, "%.*s: %s: no requests\n", static_cast<int>(program.size()), program.data(), t.name.c_str());
+      std::fprintf(stderr, "%.*s: %s: no requests\n", static_cast<int>(program.size()), program.data(), shown(t.name).c_str());
       return 1;
     }
     std::vector<std::uint32_t> next;
     for (const auto* p : policies)
       if (p->name.starts_with("opt") && next.empty()) next = sim::next_uses(t.keys, t.distinct);
-    std::fprintf(table, "%s: %zu requests, %u distinct keys; hit rate %%\n%10s", t.name.c_str(), t.keys.size(),
+    std::fprintf(table, "%s: %zu requests, %u distinct keys; hit rate %%\n%10s", shown(t.name).c_str(), t.keys.size(),
                  t.distinct, "size");
     for (const auto* p : policies) std::fprintf(table, " %10.*s", static_cast<int>(p->name.size()), p->name.data());
     std::fprintf(table, "\n");
@@ -287,7 +280,7 @@ int run(int argc, char** argv) {
       }
       std::fprintf(table, "\n");
       if (check_lru && lru_hits != ref_hits) {
-        std::fprintf(stderr, "cache_sim: %s size %zu: lru hits %llu, ref_lru hits %llu\n", t.name.c_str(), n,
+        std::fprintf(stderr, "cache_sim: %s size %zu: lru hits %llu, ref_lru hits %llu\n", shown(t.name).c_str(), n,
                      static_cast<unsigned long long>(lru_hits), static_cast<unsigned long long>(ref_hits));
         lru_differs = true;
       }
@@ -295,16 +288,19 @@ int run(int argc, char** argv) {
   }
   if (!any_trace) fail("no trace given");
   if (json) {
-    std::printf("{\"version\":1,\"results\":[");
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const row& r = rows[i];
-      std::printf("%s{\"trace\":%s,\"requests\":%zu,\"distinct\":%zu,\"size\":%zu,\"policy\":\"%.*s\",\"hits\":%llu,"
-                  "\"hit_rate\":%.6f}",
-                  i ? "," : "", json_string(r.trace).c_str(), r.requests, r.distinct, r.size,
-                  static_cast<int>(r.policy.size()), r.policy.data(), static_cast<unsigned long long>(r.hits),
-                  static_cast<double>(r.hits) / static_cast<double>(r.requests));
+    // The project's one JSON writer: valid JSON whatever bytes a trace's
+    // path holds (bytes outside UTF-8 marked, distinct paths kept distinct).
+    std::string out;
+    detail::json_writer w(out);
+    w.begin_object().field("version", 1).key("results").begin_array();
+    for (const row& r : rows) {
+      w.begin_object().field("trace", r.trace).field("requests", std::uint64_t{r.requests});
+      w.field("distinct", std::uint64_t{r.distinct}).field("size", std::uint64_t{r.size}).field("policy", r.policy);
+      w.field("hits", r.hits).field("hit_rate", static_cast<double>(r.hits) / static_cast<double>(r.requests));
+      w.end_object();
     }
-    std::printf("]}\n");
+    w.end_array().end_object();
+    std::printf("%s\n", out.c_str());
   }
   if (check_lru && !lru_differs) std::fprintf(table, "lru == ref_lru on every trace and size\n");
   return lru_differs ? 1 : 0;

@@ -370,17 +370,50 @@ TEST_CASE("sim: an arc line may run up to the last block number", "[cache][sim]"
 }
 
 #ifdef ARENASTAT_BENCH_CACHE
-// cache_sim, built beside bench_cache: its exit status and what it printed.
-static std::pair<int, std::string> run_cache_sim(const std::string& args) {
+#include <nlohmann/json.hpp>
+
+// cache_sim, built beside bench_cache: its exit status and what it printed
+// (stdout and stderr, or stdout alone).
+static std::pair<int, std::string> run_cache_sim(const std::string& args, bool with_stderr = true) {
   std::string program = ARENASTAT_BENCH_CACHE;
   program = program.substr(0, program.rfind('/') + 1) + "cache_sim";
   std::string out;
-  std::FILE* p = ::popen((program + " " + args + " 2>&1").c_str(), "r");
+  std::FILE* p = ::popen((program + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
   REQUIRE(p);
   char buf[4096];
   for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   const int status = ::pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST_CASE("sim: cache_sim escapes a trace's name and lines where people read them", "[cache][sim]") {
+  // A name holding a terminal escape and a byte outside UTF-8.
+  const std::string path = write_file("odd\x1b[2J\xff.lirs", "1\n2\n1\n");
+  const std::string shown_path = path.substr(0, path.size() - std::string("odd\x1b[2J\xff.lirs").size()) +
+                                 "odd\\x1b[2J\\xff.lirs";
+  const auto [status, out] = run_cache_sim("--sizes=2 --policies=lru 'lirs:" + path + "'");
+  CHECK(status == 0);
+  CHECK_THAT(out, Catch::StartsWith("lirs:" + shown_path + ": 3 requests, 2 distinct keys; hit rate %\n"));
+  // An error quoting a bad line: its bytes escaped too, the message one line.
+  const std::string bad = write_file("bad_line.lirs", "1\nx\x1b]0;pwned\x07\n");
+  const auto [bad_status, bad_out] = run_cache_sim("--sizes=2 '" + std::string("lirs:") + bad + "'");
+  CHECK(bad_status == 1);
+  CHECK(bad_out == "cache_sim: " + bad + ":2: not a block number: 'x\\x1b]0;pwned\\x07'\n");
+}
+
+TEST_CASE("sim: cache_sim --json is valid JSON whatever bytes a trace's name holds", "[cache][sim]") {
+  const std::string path = write_file("odd\x1b[2J\xff.lirs", "1\n2\n1\n");
+  const auto [status, out] = run_cache_sim("--json --sizes=2 --policies=lru 'lirs:" + path + "'", false);
+  CHECK(status == 0);
+  const nlohmann::json j = nlohmann::json::parse(out);  // throws on invalid JSON or UTF-8
+  REQUIRE(j["results"].size() == 1);
+  // The byte outside UTF-8 is U+FFFD and its two hex digits (the JSON writer's marking).
+  const std::string marked = path.substr(0, path.size() - std::string("\xff.lirs").size()) + "\xef\xbf\xbd" "ff.lirs";
+  CHECK(j["results"][0]["trace"] == "lirs:" + marked);
+  CHECK(j["results"][0]["requests"] == 3);
+  CHECK(j["results"][0]["distinct"] == 2);
+  CHECK(j["results"][0]["hits"] == 1);
+  CHECK(j["results"][0]["hit_rate"].get<double>() == 1.0 / 3.0);
 }
 
 TEST_CASE("sim: cache_sim --check-lru refuses policies without lru and ref_lru", "[cache][sim]") {
