@@ -152,6 +152,9 @@ class input {
       return;
     }
     const int status = ::pclose(f);
+    // 127: the shell did not find the tool (gzip and xz never exit with it).
+    if (check && status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+      throw trace_error("cannot decompress '" + path_ + "': " + tool_ + " was not found (is it installed and on PATH?)");
     if (check && (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0))
       throw trace_error("decompressing '" + path_ + "' with " + tool_ + " failed (not a valid " +
                         (tool_ == "gzip" ? ".gz" : ".xz") + " file?)");

@@ -374,11 +374,12 @@ TEST_CASE("sim: an arc line may run up to the last block number", "[cache][sim]"
 
 // cache_sim, built beside bench_cache: its exit status and what it printed
 // (stdout and stderr, or stdout alone).
-static std::pair<int, std::string> run_cache_sim(const std::string& args, bool with_stderr = true) {
+static std::pair<int, std::string> run_cache_sim(const std::string& args, bool with_stderr = true,
+                                                 const std::string& env = "") {
   std::string program = ARENASTAT_BENCH_CACHE;
   program = program.substr(0, program.rfind('/') + 1) + "cache_sim";
   std::string out;
-  std::FILE* p = ::popen((program + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
+  std::FILE* p = ::popen((env + program + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
   REQUIRE(p);
   char buf[4096];
   for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
@@ -399,6 +400,15 @@ TEST_CASE("sim: cache_sim escapes a trace's name and lines where people read the
   const auto [bad_status, bad_out] = run_cache_sim("--sizes=2 '" + std::string("lirs:") + bad + "'");
   CHECK(bad_status == 1);
   CHECK(bad_out == "cache_sim: " + bad + ":2: not a block number: 'x\\x1b]0;pwned\\x07'\n");
+}
+
+TEST_CASE("sim: a decompressor that is not installed is named as missing, not the file as invalid", "[cache][sim]") {
+  const std::string path = write_file("plain.gz", "not read\n");
+  const auto [status, out] = run_cache_sim("--sizes=2 'lirs:" + path + "'", true, "PATH=/nonexistent ");
+  CHECK(status == 1);
+  // (The shell says "gzip: not found" on its own line before.)
+  CHECK_THAT(out, Catch::EndsWith("\ncache_sim: cannot decompress '" + path +
+                                  "': gzip was not found (is it installed and on PATH?)\n"));
 }
 
 TEST_CASE("sim: cache_sim --json is valid JSON whatever bytes a trace's name holds", "[cache][sim]") {
