@@ -14,6 +14,7 @@
 //     --check-lru          exit 1 unless lru and ref_lru hit exactly alike
 //   TRACE: FORMAT:PATH (lirs, plain, csv, arc, longs; .gz/.xz decompressed) or
 //          GENERATOR[:name=value,...] (loop, zipf, zipf-phase, scan, recency).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -204,8 +205,12 @@ int run(int argc, char** argv) {
       const std::string_view value = arg.substr(eq + 1);
       if (opt == "--sizes") {
         sizes.clear();
-        for (std::string_view s : split(value, ','))
+        for (std::string_view s : split(value, ',')) {
           sizes.push_back(bench::parse_count(program, usage, "--sizes", s, 2, 16'777'215));
+          // A size given twice would print the same rows twice.
+          if (std::count(sizes.begin(), sizes.end(), sizes.back()) > 1)
+            fail("bad value for --sizes: " + std::to_string(sizes.back()) + " is given twice");
+        }
       } else if (opt == "--policies") {
         policies.clear();
         for (std::string_view s : split(value, ',')) {
@@ -215,6 +220,8 @@ int run(int argc, char** argv) {
             for (const auto& e : registry()) known += (known.empty() ? "" : ", ") + std::string(e.name);
             fail("bad value for --policies: unknown policy '" + std::string(s) + "' (known: " + known + ")");
           }
+          if (std::find(policies.begin(), policies.end(), p) != policies.end())
+            fail("bad value for --policies: '" + std::string(s) + "' is given twice");
           policies.push_back(p);
         }
       } else if (opt == "--csv-column") {
