@@ -108,16 +108,22 @@ class sharded_cache {
 
   // The shard count used when the options say 0: 128 x hardware threads (a
   // power of two, at most max_shards), halved until each shard holds at least
-  // min_default_shard_entries entries (for a byte bound: the entries of one
-  // cache of that many bytes). Many small shards keep two threads from
+  // min_default_shard_entries entries (of the smaller capacity of the bounds:
+  // for a byte bound, the entries of one cache of that many bytes). Many small shards keep two threads from
   // meeting on the same shard, whose lock and entries would then move between
   // the cores: with few shards a second thread added nothing on the Zipfian
   // benchmark, with many it did (docs/cache.md has the figures).
   static std::size_t default_shards(const sharded_cache_options& options) noexcept {
     std::size_t n = std::bit_ceil(std::size_t{128} * std::max(1u, std::thread::hardware_concurrency()));
     n = std::min(n, max_shards);
+    // With both bounds the smaller capacity wins, as in the shards: counted
+    // from max_entries alone, a small max_bytes got a shard array larger
+    // than itself.
     std::uint64_t entries = options.max_entries;
-    if (entries == 0) entries = shard_cache::capacity_for_bytes(options.max_bytes);
+    if (options.max_bytes != 0) {
+      const std::uint64_t by_bytes = shard_cache::capacity_for_bytes(options.max_bytes);
+      if (entries == 0 || by_bytes < entries) entries = by_bytes;
+    }
     while (n > 1 && entries / n < min_default_shard_entries) n /= 2;
     return n;
   }
