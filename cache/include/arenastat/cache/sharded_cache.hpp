@@ -226,17 +226,23 @@ class sharded_cache {
     K k(key);
     shard& s = shard_for(h);
     std::lock_guard lk(s.mu);
-    return s.cache.put_hashed(std::move(k), std::move(value), h, true);
+    const bool stored = s.cache.put_hashed(std::move(k), std::move(value), h, true);
+    supersede_loads(s, h);
+    return stored;
   }
 
   bool erase(const K& key) {
     const hashed_key h = hash_key(key);
     shard& s = shard_for(h);
     std::lock_guard lk(s.mu);
-    return s.cache.erase(key);
+    const bool erased = s.cache.erase(key);
+    supersede_loads(s, h);
+    return erased;
   }
 
-  // Read-through with single-flight loading (see the header comment). A
+  // Read-through with single-flight loading (see the header comment). A put,
+  // erase or clear of the key while its load runs wins: the load's value goes
+  // to its callers but is not stored over that write. A
   // miss is counted by the policy at the lookup, under the shard lock (the
   // loader runs outside it), not after the eviction as basic_cache's
   // get_or_load counts it.
@@ -260,7 +266,7 @@ class sharded_cache {
     try {
       V v = std::invoke(std::forward<Loader>(loader), key);
       lk.lock();
-      s.cache.put_hashed(K(key), V(v), h, false);
+      if (!f.superseded) s.cache.put_hashed(K(key), V(v), h, false);
       f.value.emplace(std::move(v));
     } catch (...) {
       if (!lk.owns_lock()) lk.lock();
@@ -290,6 +296,7 @@ class sharded_cache {
     for (std::uint32_t k = 0; k < shard_count_; ++k) {
       std::lock_guard lk(shards_[k].mu);
       shards_[k].cache.clear();
+      for (flight* f = shards_[k].flights; f != nullptr; f = f->next) f->superseded = true;
     }
     tuner_.clear();
     silent_hits_cleared_.store(stripes_.hits(), std::memory_order_release);
@@ -380,6 +387,7 @@ class sharded_cache {
     std::exception_ptr error;
     unsigned waiters = 0;
     bool done = false;
+    bool superseded = false;  // the key was put, erased or cleared during the load: its value is not stored
   };
 
   // The lock and the cache's first members (its hit and miss counters and
@@ -420,6 +428,16 @@ class sharded_cache {
 
   shard& shard_for(hashed_key h) const noexcept {
     return shards_[(static_cast<std::uint64_t>(h.low()) * shard_count_) >> 32];
+  }
+
+  // A put or erase of the key of hash h (under s's lock): a load of that key
+  // in flight read its value before this write, so it must not store it over
+  // the write (a stale value back after an erase). Matched by the whole hash
+  // alone (no Eq call: this runs after the write, and must not throw); a
+  // colliding key's load then only goes uncached.
+  static void supersede_loads(shard& s, hashed_key h) noexcept {
+    for (flight* f = s.flights; f != nullptr; f = f->next)
+      if (f->h.full == h.full) f->superseded = true;
   }
 
   // A hit served without the shard lock, when the key is cached and the hit
