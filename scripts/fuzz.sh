@@ -34,3 +34,16 @@ export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1
   -artifact_prefix="$out/crashes/control-" -print_final_stats=1
 "$out/build/tests/fuzz/resource_fuzz" "$out/corpus/resource" -max_total_time="$seconds" -max_len=4096 \
   -artifact_prefix="$out/crashes/resource-" -print_final_stats=1
+
+# cache_fuzz: the caches under operation sequences with failing allocations,
+# throwing hash/equality/loaders and re-entrant loaders (tests/fuzz/cache_fuzz.cpp).
+cmake --build "$out/build" -j"$(nproc)" --target cache_fuzz
+mkdir -p "$out/corpus/cache"
+# Seeds: each cache kind (config byte & 3; 8: by bytes), capacity 4, 8 keys,
+# 2 shards, then puts, gets, a throwing and a re-entrant load, an erase, a clear.
+for kind in 0 1 2 3 8 11; do
+  printf "\\x$(printf %02x $kind)\\x03\\x07\\x01\\x01\\x01\\x05\\x01\\x02\\x06\\x00\\x01\\x03\\x05\\x01\\x00\\x04\\x04\\x02\\x07\\x03\\x02\\x06\\x11\\x05\\x00\\x03\\x08\\x01\\x07\\x01\\x02\\x01\\x01\\x03\\x05\\x00" \
+    > "$out/corpus/cache/seed-$kind"
+done
+"$out/build/tests/fuzz/cache_fuzz" "$out/corpus/cache" -max_total_time="$seconds" -max_len=4096 \
+  -artifact_prefix="$out/crashes/cache-" -print_final_stats=1
