@@ -59,8 +59,8 @@ for step in "${steps[@]}"; do
       [ $status -eq 0 ] || { echo "TSan: failures above"; exit 1; }
       ;;
     fuzz)
-      banner "fuzzing the control request parser and the memory resources"
-      ARENASTAT_FUZZ_DIR=build/fuzz bash scripts/fuzz.sh "${ARENASTAT_FUZZ_SECONDS:-30}"
+      banner "fuzzing the control request parser, the memory resources, the trace readers and the caches (20 s each)"
+      ARENASTAT_FUZZ_DIR=build/fuzz bash scripts/fuzz.sh "${ARENASTAT_FUZZ_SECONDS:-20}"
       ;;
     *)
       echo "scripts/test.sh: unknown step '$step' (expected release, asan, tsan or fuzz)" >&2

@@ -243,3 +243,26 @@ TEST_CASE("bounds: a small byte budget gets a sharded tinylfu cache with a tuner
   CHECK(live(name) <= static_cast<std::int64_t>(bound));
   CHECK(live(name) == static_cast<std::int64_t>(c.fixed_bytes() + S::footprint_bytes(expected)));
 }
+
+TEST_CASE("bounds: default shards with both bounds follow the smaller capacity, the byte bound's here",
+          "[cache][bounds]") {
+  // 1M entries but 100,000 bytes: the bytes hold a few thousand entries, so
+  // the default shard count must be the one max_bytes alone gets. Counted
+  // from max_entries it was 128 x hardware threads, whose shard array alone
+  // outgrew the bytes (tinylfu: refused; lru: 512 entries instead of 3386).
+  using T = sharded_tinylfu_cache<u64, u64>;
+  using L = sharded_lru_cache<u64, u64>;
+  const sharded_cache_options both{.max_entries = 1'000'000, .max_bytes = 100'000};
+  const sharded_cache_options bytes{.max_bytes = 100'000};
+  CHECK(T::default_shards(both) == T::default_shards(bytes));
+  CHECK(L::default_shards(both) == L::default_shards(bytes));
+  T t{"test.bounds.default_shards.both", both};
+  const T t_bytes{"test.bounds.default_shards.bytes", bytes};
+  CHECK(t.capacity() == t_bytes.capacity());
+  const L l{"test.bounds.default_shards.lru", both};
+  const L l_bytes{"test.bounds.default_shards.lru_bytes", bytes};
+  CHECK(l.capacity() == l_bytes.capacity());
+  // The entry bound still wins when it is the smaller.
+  const sharded_cache_options few{.max_entries = 2048, .max_bytes = 100'000'000};
+  CHECK(T::default_shards(few) == T::default_shards({.max_entries = 2048}));
+}

@@ -110,16 +110,22 @@ class sharded_cache {
 
   // The shard count used when the options say 0: 128 x hardware threads (a
   // power of two, at most max_shards), halved until each shard holds at least
-  // min_default_shard_entries entries (for a byte bound: the entries of one
-  // cache of that many bytes). Many small shards keep two threads from
+  // min_default_shard_entries entries (of the smaller capacity of the bounds:
+  // for a byte bound, the entries of one cache of that many bytes). Many small shards keep two threads from
   // meeting on the same shard, whose lock and entries would then move between
   // the cores: with few shards a second thread added nothing on the Zipfian
   // benchmark, with many it did (docs/cache.md has the figures).
   static std::size_t default_shards(const sharded_cache_options& options) noexcept {
     std::size_t n = std::bit_ceil(std::size_t{128} * std::max(1u, std::thread::hardware_concurrency()));
     n = std::min(n, max_shards);
+    // With both bounds the smaller capacity wins, as in the shards: counted
+    // from max_entries alone, a small max_bytes got a shard array larger
+    // than itself.
     std::uint64_t entries = options.max_entries;
-    if (entries == 0) entries = shard_cache::capacity_for_bytes(options.max_bytes);
+    if (options.max_bytes != 0) {
+      const std::uint64_t by_bytes = shard_cache::capacity_for_bytes(options.max_bytes);
+      if (entries == 0 || by_bytes < entries) entries = by_bytes;
+    }
     while (n > 1 && entries / n < min_default_shard_entries) n /= 2;
     return n;
   }
@@ -222,17 +228,23 @@ class sharded_cache {
     K k(key);
     shard& s = shard_for(h);
     std::lock_guard lk(s.mu);
-    return s.cache.put_hashed(std::move(k), std::move(value), h, true);
+    const bool stored = s.cache.put_hashed(std::move(k), std::move(value), h, true);
+    supersede_loads(s, h);
+    return stored;
   }
 
   bool erase(const K& key) {
     const hashed_key h = hash_key(key);
     shard& s = shard_for(h);
     std::lock_guard lk(s.mu);
-    return s.cache.erase(key);
+    const bool erased = s.cache.erase(key);
+    supersede_loads(s, h);
+    return erased;
   }
 
-  // Read-through with single-flight loading (see the header comment). A
+  // Read-through with single-flight loading (see the header comment). A put,
+  // erase or clear of the key while its load runs wins: the load's value goes
+  // to its callers but is not stored over that write. A
   // miss is counted by the policy at the lookup, under the shard lock (the
   // loader runs outside it), not after the eviction as basic_cache's
   // get_or_load counts it.
@@ -260,7 +272,7 @@ class sharded_cache {
     try {
       V v = std::invoke(std::forward<Loader>(loader), key);
       lk.lock();
-      s.cache.put_hashed(K(key), V(v), h, false);
+      if (!f.superseded) s.cache.put_hashed(K(key), V(v), h, false);
       f.value.emplace(std::move(v));
     } catch (...) {
       if (!lk.owns_lock()) lk.lock();
@@ -290,6 +302,7 @@ class sharded_cache {
     for (std::uint32_t k = 0; k < shard_count_; ++k) {
       std::lock_guard lk(shards_[k].mu);
       shards_[k].cache.clear();
+      for (flight* f = shards_[k].flights; f != nullptr; f = f->next) f->superseded = true;
     }
     tuner_.clear();
     silent_hits_cleared_.store(stripes_.hits(), std::memory_order_release);
@@ -381,6 +394,7 @@ class sharded_cache {
     std::exception_ptr error;
     unsigned waiters = 0;
     bool done = false;
+    bool superseded = false;  // the key was put, erased or cleared during the load: its value is not stored
   };
 
   // The lock and the cache's first members (its hit and miss counters and
@@ -421,6 +435,16 @@ class sharded_cache {
 
   shard& shard_for(hashed_key h) const noexcept {
     return shards_[(static_cast<std::uint64_t>(h.low()) * shard_count_) >> 32];
+  }
+
+  // A put or erase of the key of hash h (under s's lock): a load of that key
+  // in flight read its value before this write, so it must not store it over
+  // the write (a stale value back after an erase). Matched by the whole hash
+  // alone (no Eq call: this runs after the write, and must not throw); a
+  // colliding key's load then only goes uncached.
+  static void supersede_loads(shard& s, hashed_key h) noexcept {
+    for (flight* f = s.flights; f != nullptr; f = f->next)
+      if (f->h.full == h.full) f->superseded = true;
   }
 
   // A hit served without the shard lock, when the key is cached and the hit
