@@ -204,6 +204,12 @@ TEST_CASE("bounds: a sharded cache's bounds are refused with the values given, n
                         " exceeds what 2 shards hold (" + std::to_string(most) + " entries each: " +
                         std::to_string(2 * most) + "); use more shards (at most 4096)");
   CHECK_NOTHROW((C{"test.many", {.max_entries = 2 * most, .shards = 2, .track = false}}));
+  // At the most shards there are no more to suggest.
+  const std::uint64_t all = std::uint64_t{most} * C::max_shards;
+  CHECK_THROWS_WITH((C{"test.many", {.max_entries = all + 1, .shards = C::max_shards}}),
+                    "sharded_cache 'test.many': max_entries " + std::to_string(all + 1) + " exceeds what 4096 shards hold (" +
+                        std::to_string(most) + " entries each: " + std::to_string(all) +
+                        "); no cache holds more (4096 shards is the most)");
   // 64 shards: what is left after the shard array, split 64 ways, is one byte
   // below a one-entry cache's footprint in every shard (LRU: no tuner).
   const std::uint64_t one = C::shard_cache::footprint_bytes(1);

@@ -160,8 +160,10 @@ class sharded_cache {
       throw std::invalid_argument("sharded_cache '" + name_ + "': max_entries " + std::to_string(options.max_entries) +
                                   " exceeds what " + std::to_string(n) + " shards hold (" +
                                   std::to_string(shard_cache::max_capacity) + " entries each: " +
-                                  std::to_string(most_entries) + "); use more shards (at most " +
-                                  std::to_string(max_shards) + ")");
+                                  std::to_string(most_entries) + ")" +
+                                  (n < max_shards ? "; use more shards (at most " + std::to_string(max_shards) + ")"
+                                                  : "; no cache holds more (" + std::to_string(max_shards) +
+                                                        " shards is the most)"));
     bool tuner_fits = true;
     const std::uint64_t shard_bytes =
         options.max_bytes == 0 ? 0 : shard_bytes_for(options.max_bytes - array_bytes, n, tuner_fits);
