@@ -42,7 +42,11 @@
 #include <arenastat/cache/cache.hpp>
 #include <arenastat/cache/sharded_cache.hpp>
 
+#include "fuzz_support.hpp"
+
 namespace {
+
+using fuzz::reader;
 
 using u64 = std::uint64_t;
 
@@ -53,27 +57,6 @@ using u64 = std::uint64_t;
 void require(bool ok, const char* what, long a = 0, long b = 0) {
   if (!ok) fail(what, a, b);
 }
-
-// The upstream: new/delete, counting what it holds; `fail_in` > 0 makes the
-// fail_in-th allocation from now throw std::bad_alloc.
-class failing_upstream : public std::pmr::memory_resource {
- public:
-  std::int64_t held = 0;
-  int fail_in = 0;
-
- private:
-  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    if (fail_in > 0 && --fail_in == 0) throw std::bad_alloc();
-    void* p = std::pmr::new_delete_resource()->allocate(bytes, alignment);
-    held += static_cast<std::int64_t>(bytes);
-    return p;
-  }
-  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
-    held -= static_cast<std::int64_t>(bytes);
-    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
-  }
-  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
-};
 
 // The user's hash and equality: `bomb` > 0 makes the bomb-th call of either
 // from now throw. `weak`: the hash keeps only the key's low 2 bits.
@@ -100,8 +83,8 @@ struct fuzz_eq {
 // While alive, no injected failure fires (the checks use the cache too).
 struct quiet {
   int bomb, fail_in;
-  failing_upstream& up;
-  explicit quiet(failing_upstream& u) : bomb(user_functions::bomb), fail_in(u.fail_in), up(u) {
+  fuzz::counting_upstream& up;
+  explicit quiet(fuzz::counting_upstream& u) : bomb(user_functions::bomb), fail_in(u.fail_in), up(u) {
     user_functions::bomb = 0;
     up.fail_in = 0;
   }
@@ -111,16 +94,6 @@ struct quiet {
   }
 };
 
-struct reader {
-  const std::uint8_t* p;
-  std::size_t n;
-  bool empty() const { return n == 0; }
-  std::uint8_t byte() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-};
 
 // The reference LRU of one shard.
 struct ref_lru {
@@ -197,7 +170,7 @@ class driver {
   static constexpr bool sharded = is_sharded<Cache>;
   static constexpr bool lru = std::is_same_v<typename policy_of<Cache>::type, arenastat::lru>;
 
-  driver(Cache& c, failing_upstream& up, u64 universe, std::uint64_t max_bytes, std::size_t shards,
+  driver(Cache& c, fuzz::counting_upstream& up, u64 universe, std::uint64_t max_bytes, std::size_t shards,
          std::size_t max_entries)
       : c_(c), up_(up), universe_(universe), max_bytes_(max_bytes) {
     refs_.resize(shards);
@@ -451,7 +424,7 @@ class driver {
   }
 
   Cache& c_;
-  failing_upstream& up_;
+  fuzz::counting_upstream& up_;
   u64 universe_;
   std::uint64_t max_bytes_;
   std::vector<ref_lru> refs_;
@@ -468,7 +441,7 @@ struct basic_of {
 template <class Cache>
 void run_one(reader& in, const char* name, std::size_t max_entries, std::uint64_t max_bytes, std::size_t shards,
              u64 universe, int fail_at_construction) {
-  failing_upstream up;
+  fuzz::counting_upstream up;
   up.fail_in = fail_at_construction;
   {
     std::optional<Cache> c;

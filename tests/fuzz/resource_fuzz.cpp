@@ -28,44 +28,16 @@
 
 #include <arenastat/arenastat.hpp>
 
+#include "fuzz_support.hpp"
+
 namespace {
 
 void require(bool ok) {
   if (!ok) std::abort();
 }
 
-class counting_upstream : public std::pmr::memory_resource {
- public:
-  std::int64_t held = 0;
-
- private:
-  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    void* p = std::pmr::new_delete_resource()->allocate(bytes, alignment);
-    held += static_cast<std::int64_t>(bytes);
-    return p;
-  }
-  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
-    held -= static_cast<std::int64_t>(bytes);
-    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
-  }
-  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
-};
-
-struct reader {
-  const std::uint8_t* p;
-  std::size_t n;
-  bool empty() const { return n == 0; }
-  std::uint8_t byte() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-  std::uint64_t u64() {
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v = v << 8 | byte();
-    return v;
-  }
-};
+using fuzz::counting_upstream;
+using fuzz::reader;
 
 enum class shape : std::uint8_t { arena, arena_over_tracking, tracking, pool_over_tracking, tracking_over_tracking, arena_over_arena };
 constexpr int shapes = 6;
