@@ -35,9 +35,9 @@ done
 
 # Huge requests must come back as std::bad_alloc, not as an ASan report.
 export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1
-"$out/build/tests/fuzz/control_request_fuzz" "$out/corpus/control" -max_total_time="$seconds" -max_len=8192 \
+"$out/build/tests/fuzz/control_request_fuzz" "$out/corpus/control" -max_total_time="$seconds" -max_len=8192 -timeout=30 \
   -artifact_prefix="$out/crashes/control-" -print_final_stats=1
-"$out/build/tests/fuzz/resource_fuzz" "$out/corpus/resource" -max_total_time="$seconds" -max_len=4096 \
+"$out/build/tests/fuzz/resource_fuzz" "$out/corpus/resource" -max_total_time="$seconds" -max_len=4096 -timeout=30 \
   -artifact_prefix="$out/crashes/resource-" -print_final_stats=1
 
 # trace_fuzz: cache_sim's trace readers (lirs, plain, csv, arc, longs) on
@@ -47,11 +47,12 @@ mkdir -p "$out/corpus/trace"
 printf '\x00\x00 7\n9\r\n*\n7\n\xef\xbb\xbf12\n' > "$out/corpus/trace/seed-lirs"
 printf '\x01\x00abc\n42\n\n  42 \n-1\n18446744073709551616' > "$out/corpus/trace/seed-plain"
 printf '\x0c\x06t,op,key\r\n1,r,5\n2,"w,x",abc\n3,,5\n' > "$out/corpus/trace/seed-csv"
-printf '\x02\x02\t5\tx\n6\t\t7\n' > "$out/corpus/trace/seed-tsv"
+printf '\x07\x02\t5\tx\n6\t\t7\n' > "$out/corpus/trace/seed-tsv"
+printf '\x00\x00\xef\xbb\xbf12\n7\n' > "$out/corpus/trace/seed-bom"
 printf '\x03\x00 10 3 0 1\n11\t2\n18446744073709551615 1\n' > "$out/corpus/trace/seed-arc"
 printf '\x00\x00%4097s\n1\r\n' 7 > "$out/corpus/trace/seed-long-line"
 printf '\x04\x00\x00\x00\x00\x00\x00\x00\x00\x01\xff\xff\xff\xff\xff\xff\xff\xff\x01\x02' > "$out/corpus/trace/seed-longs"
-"$out/build/tests/fuzz/trace_fuzz" "$out/corpus/trace" -max_total_time="$seconds" -max_len=16384 -timeout=10 \
+"$out/build/tests/fuzz/trace_fuzz" "$out/corpus/trace" -max_total_time="$seconds" -max_len=16384 -timeout=30 \
   -artifact_prefix="$out/crashes/trace-" -print_final_stats=1
 
 # cache_fuzz: the caches under operation sequences with failing allocations,
@@ -63,5 +64,5 @@ for kind in 0 1 2 3 8 11; do
   printf "\\x$(printf %02x $kind)\\x03\\x07\\x01\\x01\\x01\\x05\\x01\\x02\\x06\\x00\\x01\\x03\\x05\\x01\\x00\\x04\\x04\\x02\\x07\\x03\\x02\\x06\\x11\\x05\\x00\\x03\\x08\\x01\\x07\\x01\\x02\\x01\\x01\\x03\\x05\\x00" \
     > "$out/corpus/cache/seed-$kind"
 done
-"$out/build/tests/fuzz/cache_fuzz" "$out/corpus/cache" -max_total_time="$seconds" -max_len=4096 \
+"$out/build/tests/fuzz/cache_fuzz" "$out/corpus/cache" -max_total_time="$seconds" -max_len=4096 -timeout=30 \
   -artifact_prefix="$out/crashes/cache-" -print_final_stats=1

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <thread>
@@ -62,4 +63,31 @@ TEST_CASE("flight: an erase from another thread during a load keeps the key out"
   eraser.join();
   CHECK(v == 1);
   CHECK_FALSE(c.contains(5));
+}
+
+TEST_CASE("flight: a caller after a write loads afresh instead of joining the stale load", "[cache][sharded]") {
+  // The load of key 5 starts; another thread erases 5 (an invalidation) and
+  // asks for it while that load still runs. It must get a new load's value,
+  // not wait for the old load's value (which read the store before the erase).
+  sharded_lru_cache<u64, u64> c{"test.flight.fresh", {.max_entries = 64, .shards = 2}};
+  std::atomic<int> phase{0};  // 1: the old load runs, 2: the other thread is done
+  std::optional<u64> fresh;
+  std::thread writer([&] {
+    while (phase.load() != 1) std::this_thread::yield();
+    c.erase(5);
+    fresh = c.get_or_load(5, [](u64) -> u64 { return 2; });
+    phase.store(2);
+  });
+  const u64 old = c.get_or_load(5, [&](u64) -> u64 {
+    phase.store(1);
+    // Waits for the writer; without the fix the writer waits for this load
+    // instead, and it gives up after 5 s so that the test fails, not hangs.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (phase.load() != 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    return 1;
+  });
+  writer.join();
+  CHECK(old == 1);                         // the old load's callers get its value
+  CHECK(fresh == std::optional<u64>(2));   // the caller after the erase got a new load's
+  CHECK(c.get(5) == std::optional<u64>(2));  // and that is what is stored
 }

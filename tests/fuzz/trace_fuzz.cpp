@@ -56,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   std::fclose(in);
 
-  std::uint64_t lines = 1;
+  // The lines there are: one per newline, and one more for text after the last.
+  std::uint64_t lines = !body.empty() && body.back() != '\n' ? 1 : 0;
   for (char c : body) lines += c == '\n';
   if (!error.empty()) {
     // "fuzz:LINE: what" with 1 <= LINE <= the lines there are; longs name the byte.

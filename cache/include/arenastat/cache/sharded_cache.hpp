@@ -261,6 +261,9 @@ class sharded_cache {
     for (flight* f = s.flights; f != nullptr; f = f->next) {
       if (f->h.full != h.full || !eq_(*f->key, key)) continue;
       if (f->loader == std::this_thread::get_id()) [[unlikely]] throw_recursive_load();
+      // A load that began before a write of the key has a stale value: a
+      // caller after that write loads afresh (its flight goes first).
+      if (f->superseded) continue;
       return wait_for(lk, *f);
     }
     flight f;
