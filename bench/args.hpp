@@ -1,5 +1,7 @@
 // args.hpp: option errors shared by the benchmark programs: one message
-// naming what was wrong, the usage, and exit status 2.
+// naming what was wrong (escaped: it quotes what the user typed), the usage,
+// and exit status 2. Programs including it add stats/core/src to their
+// include path (bench/CMakeLists.txt) for the one text escaper.
 #pragma once
 #include <charconv>
 #include <cstdint>
@@ -9,10 +11,13 @@
 #include <string_view>
 #include <system_error>
 
+#include "text_escape.hpp"
+
 namespace arenastat::bench {
 
 [[noreturn]] inline void usage_error(std::string_view program, std::string_view usage, const std::string& msg) {
-  std::fprintf(stderr, "%.*s: %s\nusage: %.*s\n", static_cast<int>(program.size()), program.data(), msg.c_str(),
+  std::fprintf(stderr, "%.*s: %s\nusage: %.*s\n", static_cast<int>(program.size()), program.data(),
+               detail::escape_text(msg).c_str(),
                static_cast<int>(usage.size()), usage.data());
   std::exit(2);
 }

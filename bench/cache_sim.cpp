@@ -47,7 +47,7 @@ constexpr std::string_view usage =
 // a line or move a terminal's cursor.
 std::string shown(std::string_view text) { return detail::escape_text(text); }
 
-[[noreturn]] void fail(const std::string& msg) { bench::usage_error(program, usage, shown(msg)); }
+[[noreturn]] void fail(const std::string& msg) { bench::usage_error(program, usage, msg); }  // escapes msg
 
 // Replays t through a policy object with access(key, position) -> hit.
 template <class P>
@@ -260,7 +260,7 @@ int run(int argc, char** argv) {
     try {
       t = load(arg, topt);
     } catch (const sim::trace_error& e) {
-      std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), shown(e.what()).c_str());
+      std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), shown(e.message()).c_str());
       return 1;
     }
     if (t.keys.empty()) {

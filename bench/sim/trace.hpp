@@ -32,8 +32,14 @@
 
 namespace arenastat::sim {
 
+// what() is a C string, cut at a NUL byte a quoted trace line may hold;
+// message() is the whole text (escape it before printing).
 struct trace_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit trace_error(const std::string& m) : std::runtime_error(m), message_(m) {}
+  const std::string& message() const noexcept { return message_; }
+
+ private:
+  std::string message_;
 };
 
 // A trace: the requests as dense key ids.

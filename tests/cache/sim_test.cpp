@@ -400,6 +400,15 @@ TEST_CASE("sim: cache_sim escapes a trace's name and lines where people read the
   const auto [bad_status, bad_out] = run_cache_sim("--sizes=2 '" + std::string("lirs:") + bad + "'");
   CHECK(bad_status == 1);
   CHECK(bad_out == "cache_sim: " + bad + ":2: not a block number: 'x\\x1b]0;pwned\\x07'\n");
+  // A NUL byte in the line is shown too, and what follows it.
+  const std::string nul = write_file("nul_line.lirs", std::string("1\nx\0y\n", 6));
+  const auto [nul_status, nul_out] = run_cache_sim("--sizes=2 '" + std::string("lirs:") + nul + "'");
+  CHECK(nul_status == 1);
+  CHECK(nul_out == "cache_sim: " + nul + ":2: not a block number: 'x\\x00y'\n");
+  // A bad option value is quoted escaped too (bench/args.hpp, every bench program).
+  const auto [opt_status, opt_out] = run_cache_sim("'--sizes=1\x1b[2J' loop");
+  CHECK(opt_status == 2);
+  CHECK_THAT(opt_out, Catch::StartsWith("cache_sim: bad value for --sizes: '1\\x1b[2J' (expected an integer in "));
 }
 
 TEST_CASE("sim: a decompressor that is not installed is named as missing, not the file as invalid", "[cache][sim]") {
