@@ -53,6 +53,10 @@ arena_resource::arena_resource(std::string_view tag, const arena_options& option
   policy_.account = {};  // the view may dangle; the account pointer is what we keep
 }
 
+// A chunk's stamp until on_acquire fills it (no tag has this id: max_tags < 255).
+constexpr tag_id not_stamped = 0xFF;
+static_assert(max_tags < not_stamped);
+
 arena_resource::chunk* arena_resource::take_chunk(std::size_t size) {
   static_assert(sizeof(chunk) <= chunk_header_size);
   static_assert(chunk_header_size % chunk_alignment == 0);
@@ -63,9 +67,15 @@ arena_resource::chunk* arena_resource::take_chunk(std::size_t size) {
     memory = upstream_->allocate(size, chunk_alignment);
   }
   auto* c = ::new (memory) chunk{head_, size, {}};
+  c->stamp.tag = not_stamped;
   try {
     hook_->on_acquire(c->stamp, tag_, size, account_);
   } catch (...) {
+    // A hook that forwarded (forwarding_hook) and then threw has charged the
+    // chunk: its stamp was filled, so the charge is taken back before the
+    // chunk is given back. (The library's own charge is all or nothing: when
+    // it throws, the stamp is untouched.)
+    if (c->stamp.tag != not_stamped) hook_->on_release(c->stamp, size);
     upstream_call below;
     upstream_->deallocate(memory, size, chunk_alignment);
     throw;
@@ -100,7 +110,10 @@ void* arena_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
   // Worst-case padding to reach `alignment` after a header that starts chunk-aligned.
   const std::size_t pad = alignment > chunk_alignment ? alignment - chunk_alignment : 0;
   // Larger than any object (PTRDIFF_MAX) with its header: refused before upstream is asked.
-  if (bytes > static_cast<std::size_t>(PTRDIFF_MAX) - chunk_header_size - pad) throw std::bad_alloc();
+  // (pad first: at alignment 2^63 the pad alone exceeds what is left.)
+  if (pad > static_cast<std::size_t>(PTRDIFF_MAX) - chunk_header_size ||
+      bytes > static_cast<std::size_t>(PTRDIFF_MAX) - chunk_header_size - pad)
+    throw std::bad_alloc();
   const std::size_t need = chunk_header_size + pad + bytes;
 
   const auto place = [&](chunk* c) {

@@ -383,3 +383,47 @@ TEST_CASE("a refused arena registers no tag and creates no account", "[arena]") 
   CHECK(arenastat::account_entry_count() == accounts);
   CHECK(arenastat::tag_count() == tags);
 }
+
+TEST_CASE("a forwarding hook that throws after forwarding leaves nothing charged", "[arena][hook]") {
+  // The hook forwards on_acquire (the chunk is charged to the scope and the
+  // account), then throws: the arena gives the charge back with the chunk.
+  struct throws_after_forwarding : arenastat::forwarding_hook {
+    void on_acquire(arenastat::charge_stamp& s, arenastat::tag_id t, std::size_t n, arenastat::account* a) override {
+      arenastat::forwarding_hook::on_acquire(s, t, n, a);
+      throw std::runtime_error("logging failed");
+    }
+  } hook;
+  arenastat::test_resource up{"test/arena/hook-throws-upstream", test::upstream_options()};
+  {
+    arenastat::scope s{"test/arena/hook-throws"};
+    arena_resource a{"node", arena_options{.initial_chunk = 4096, .account = "test/arena/hook-throws", .hook = &hook},
+                     &up};
+    CHECK_THROWS_AS(a.allocate(100, 8), std::runtime_error);
+    CHECK(s.net_bytes() == 0);
+    CHECK(s.peak_bytes() == 4096);  // it was charged, for a moment
+    CHECK(arenastat::account::get("test/arena/hook-throws").totals().live_bytes == 0);
+    CHECK(up.total_blocks() == 1);   // the chunk was taken
+    CHECK(up.blocks_in_use() == 0);  // and given back
+    CHECK(a.chunk_count() == 0);
+  }
+}
+
+TEST_CASE("an alignment of 2^63 is refused before upstream is asked", "[arena]") {
+  // Its worst-case padding alone exceeds what an object may take; the size
+  // computed from it wrapped, and upstream was asked for 2^63 + 56 bytes.
+  struct asked_upstream : std::pmr::memory_resource {
+    std::size_t asked = 0;
+    void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+      ++asked;
+      return std::pmr::new_delete_resource()->allocate(bytes, alignment);
+    }
+    void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+      std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+    }
+    bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
+  } up;
+  arena_resource a{"node", arena_options{.initial_chunk = 4096}, &up};
+  CHECK_THROWS_AS(a.allocate(8, std::size_t{1} << 63), std::bad_alloc);
+  CHECK(up.asked == 0);
+  CHECK(a.chunk_count() == 0);
+}

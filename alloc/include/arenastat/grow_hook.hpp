@@ -22,7 +22,9 @@ class grow_hook {
     (void)bytes;
   }
   // A chunk of `bytes` was taken from upstream. Fills the stamp the chunk keeps.
-  // May throw (e.g. limit_exceeded): the arena then returns the chunk upstream.
+  // May throw (e.g. limit_exceeded): the arena then returns the chunk upstream,
+  // first calling on_release with the stamp if it was filled (a hook that
+  // forwarded the chunk, then threw, has had it charged).
   virtual void on_acquire(charge_stamp& stamp, tag_id tag, std::size_t bytes, account* acct) = 0;
   // A chunk stamped by on_acquire is given back to upstream.
   virtual void on_release(const charge_stamp& stamp, std::size_t bytes) noexcept = 0;
