@@ -1,9 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
+#include <memory>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -450,4 +453,66 @@ TEST_CASE("scope durations from the calibrated time-stamp counter agree with ste
     CHECK(e.last_time_s >= asked * (1 - 1e-5));
     CHECK(e.last_time_s <= elapsed * (1 + 1e-5));
   }
+}
+
+TEST_CASE("a limit above INT64_MAX limits nothing it cannot reach, and refuses nothing", "[scope][limit]") {
+  // UINT64_MAX, a natural way to write "no limit", was read as -1: every
+  // allocation was refused.
+  scope s{"test/scope/limit-max", {.limit_bytes = UINT64_MAX}};
+  arena_resource a{"node", chunks_of(4096)};
+  CHECK_NOTHROW(a.allocate(4000, 8));
+  CHECK(s.net_bytes() == 4096);
+  CHECK_FALSE(s.limit_hit());
+}
+
+TEST_CASE("a request near PTRDIFF_MAX is refused by the scope's limit, not passed upstream", "[scope][limit]") {
+  // net + request overflowed int64 and wrapped below the limit: the request
+  // went to upstream (bad_alloc there, the run recorded err, not oom).
+  scope s{"test/scope/limit-huge", {.limit_bytes = 1 << 20}};
+  arena_resource a{"node", chunks_of(4096)};
+  (void)a.allocate(10, 8);
+  // The chunk: 64 bytes of header + PTRDIFF_MAX - 100 = PTRDIFF_MAX - 36, and 4096 + that > INT64_MAX.
+  CHECK_THROWS_AS(a.allocate(static_cast<std::size_t>(PTRDIFF_MAX) - 100, 8), arenastat::limit_exceeded);
+  CHECK(s.limit_hit());
+  CHECK(s.net_bytes() == 4096);
+}
+
+TEST_CASE("a scope whose net is negative may take its limit plus what it freed", "[scope][limit]") {
+  // Bytes taken before the scope and freed inside it make its net negative
+  // (counting rule: net since entry); the limit applies to net + request.
+  arenastat::tracking_resource tr{"test/scope/limit-negative", std::pmr::new_delete_resource()};
+  void* before = tr.allocate(5000, 8);
+  scope s{"test/scope/limit-negative", {.limit_bytes = 10000}};
+  tr.deallocate(before, 5000, 8);
+  CHECK(s.net_bytes() == -5000);
+  void* p = tr.allocate(15000, 8);  // -5000 + 15000 = 10000: at the limit, allowed
+  CHECK(s.net_bytes() == 10000);
+  CHECK_THROWS_AS(tr.allocate(1, 8), arenastat::limit_exceeded);  // 10001 > 10000
+  tr.deallocate(p, 15000, 8);
+}
+
+TEST_CASE("a scope destroyed on another thread aborts with a message naming it", "[scope][threads]") {
+  // The thread that began it would keep a pointer to it on its stack of
+  // scopes, and its next charge would write freed memory. In a child: it aborts.
+  int err[2];
+  REQUIRE(::pipe(err) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(err[1], 2);
+    auto s = std::make_unique<scope>("test/scope/foreign\x1b[2J");
+    std::thread([&s] { s.reset(); }).join();
+    ::_exit(0);  // not reached
+  }
+  ::close(err[1]);
+  std::string said;
+  char buf[512];
+  for (ssize_t n; (n = ::read(err[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<std::size_t>(n));
+  ::close(err[0]);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGABRT);
+  CHECK(said == "arenastat: scope 'test/scope/foreign\\x1b[2J' ended on a thread other than the one that began it "
+                "(a scope belongs to its thread); aborting\n");
 }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <chrono>
 #include <exception>
@@ -24,6 +26,8 @@
 #include "leaks_internal.hpp"
 #include "short_bytes.hpp"
 #include "table_internal.hpp"
+#include "sys.hpp"
+#include "text_escape.hpp"
 #include "thread_state.hpp"
 
 namespace arenastat {
@@ -64,8 +68,20 @@ struct scope_access {
     s.net_ -= n;
     s.live_by_tag_[tag] -= n;
   }
+  // Whether net + bytes > limit, exactly: no signed overflow for a request
+  // near PTRDIFF_MAX, and a limit above INT64_MAX is a limit, not -1.
+  static bool over_limit(std::int64_t net, std::uint64_t bytes, std::uint64_t limit) noexcept {
+    if (net >= 0) {
+      const auto n = static_cast<std::uint64_t>(net);
+      return n > limit || bytes > limit - n;
+    }
+    // net < 0: the room is limit + |net| (|net| computed without negating INT64_MIN).
+    std::uint64_t room;
+    if (__builtin_add_overflow(limit, static_cast<std::uint64_t>(-(net + 1)) + 1, &room)) return false;
+    return bytes > room;
+  }
   static void check_limit(scope& s, std::uint64_t bytes) {
-    if (s.limit_ != 0 && s.net_ + static_cast<std::int64_t>(bytes) > static_cast<std::int64_t>(s.limit_)) {
+    if (s.limit_ != 0 && over_limit(s.net_, bytes, s.limit_)) {
       s.limit_hit_ = true;
       throw limit_exceeded(s.name(), s.limit_, s.net_, bytes);
     }
@@ -184,6 +200,20 @@ void credit_stamped(std::uint64_t first_id, std::uint64_t last_id, tag_id tag, s
       scope_access::credit(*t.frames[i], tag, static_cast<std::int64_t>(bytes));
 }
 
+// A scope ending on a thread whose stack does not hold it: it began on
+// another thread, whose stack would keep a pointer to it after it is gone
+// (every later charge there would write freed memory). That thread may be
+// charging it right now, so nothing can be undone safely from here: stop.
+[[noreturn, gnu::noinline, gnu::cold]] void abort_foreign_end(std::string_view name) noexcept {
+  try {
+    warn("arenastat: scope '" + escape_text(name) +
+         "' ended on a thread other than the one that began it (a scope belongs to its thread); aborting\n");
+  } catch (...) {
+  }
+  std::fflush(nullptr);
+  std::abort();
+}
+
 [[noreturn, gnu::noinline, gnu::cold]] void throw_too_deep(std::string_view name) {
   throw std::length_error("arenastat::scope '" + std::string(name) + "': more than " +
                           std::to_string(max_scope_depth) + " nested scopes on one thread");
@@ -299,11 +329,10 @@ scope::~scope() {
   } else {
     scope** top = t.frames + t.depth;
     scope** me = std::find(t.frames, top, this);
-    if (me != top) {
-      if (static_cast<std::uint32_t>(me - t.frames) < t.base) --t.base;  // it was hidden
-      std::copy(me + 1, top, me);
-      --t.depth;
-    }
+    if (me == top) [[unlikely]] detail::abort_foreign_end(name());
+    if (static_cast<std::uint32_t>(me - t.frames) < t.base) --t.base;  // it was hidden
+    std::copy(me + 1, top, me);
+    --t.depth;
   }
   t.visible = t.depth - t.base;
 

@@ -8,6 +8,8 @@
 // (and to every enclosing scope). It keeps its net bytes since entry, the
 // exact peak, the per-tag breakdown and the user counters at that peak, and
 // its duration; when it ends it is folded into the global table under its name.
+// A scope ends on the thread that began it (it is on that thread's stack of
+// scopes): destroying it on another thread aborts with a message naming it.
 #pragma once
 #include <chrono>
 #include <cstddef>
