@@ -211,25 +211,37 @@ void account::declare_tag(tag_id tag) noexcept {
   std::lock_guard lock(slow_->mutex);
   const std::uint64_t used = tags_used_.load(std::memory_order_relaxed);
   if (used & bit) return;
-  if (one_tag(used)) {
-    // Until now one tag held every byte: pin the breakdown of the current peak
-    // before a second tag makes it ambiguous.
-    const std::int64_t peak = shared_.peak.load(std::memory_order_relaxed);
-    if (slow_->at_peak_value != peak) {
-      std::fill(std::begin(slow_->at_peak), std::end(slow_->at_peak), 0);
-      slow_->at_peak[std::countr_zero(used)] = peak;
-      slow_->at_peak_value = peak;
-    }
+  if (!one_tag(used)) {
+    tags_used_.store(used | bit, std::memory_order_relaxed);
+    return;
   }
-  tags_used_.store(used | bit, std::memory_order_relaxed);
+  // Until now one tag held every byte: pin the breakdown of the current peak
+  // before a second tag makes it ambiguous.
+  const auto pin = [&](std::int64_t peak) {
+    if (slow_->at_peak_value == peak) return;
+    std::fill(std::begin(slow_->at_peak), std::end(slow_->at_peak), 0);
+    slow_->at_peak[std::countr_zero(used)] = peak;
+    slow_->at_peak_value = peak;
+  };
+  pin(shared_.peak.load(std::memory_order_seq_cst));
+  tags_used_.store(used | bit, std::memory_order_seq_cst);
+  // A peak raised between the pin and the store by a thread that still saw
+  // one tag took no breakdown (raise_peak): it too was that one tag's bytes.
+  // Both sides store, then load the other's word (seq_cst), so one of them
+  // sees the other: either raise_peak saw two tags and records its own
+  // breakdown (under this lock, after it), or this load sees its peak.
+  pin(shared_.peak.load(std::memory_order_seq_cst));
 }
 
 void account::raise_peak(std::int64_t estimate) noexcept {
   std::int64_t current = shared_.peak.load(std::memory_order_relaxed);
   while (estimate > current) {
-    if (shared_.peak.compare_exchange_weak(current, estimate, std::memory_order_relaxed)) {
+    if (shared_.peak.compare_exchange_weak(current, estimate, std::memory_order_seq_cst,
+                                           std::memory_order_relaxed)) {
       // With one tag the breakdown is implied; with several, copy it now.
-      if (several_tags(tags_used_.load(std::memory_order_relaxed))) record_peak_breakdown(estimate);
+      // (seq_cst: pairs with declare_tag's store then load; free on x86-64,
+      // where the exchange is a locked instruction either way.)
+      if (several_tags(tags_used_.load(std::memory_order_seq_cst))) record_peak_breakdown(estimate);
       return;
     }
   }
