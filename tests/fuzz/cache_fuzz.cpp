@@ -470,6 +470,30 @@ void run_one(reader& in, const char* name, std::size_t max_entries, std::uint64_
   require(arenastat::account::get(name).live_bytes() == 0, "the account is back at 0 after destruction");
 }
 
+// Which cache, and its bound: by entries, or by bytes (a footprint plus a
+// slack read from the input; `slack_unit` per input step).
+struct cache_setup {
+  std::size_t entries;
+  bool by_bytes;
+  int fail_at_construction;
+  u64 universe;
+  reader& in;
+  template <class Policy>
+  void basic(const char* name) {
+    using C = typename basic_of<Policy>::type;
+    const std::uint64_t bytes = by_bytes ? C::footprint_bytes(entries) + in.byte() : 0;
+    run_one<C>(in, name, by_bytes ? 0 : entries, bytes, 1, universe, fail_at_construction);
+  }
+  template <class Policy>
+  void sharded(const char* name, std::size_t shards, std::uint64_t slack_unit) {
+    using C = arenastat::sharded_cache<u64, u64, Policy, fuzz_hash, fuzz_eq>;
+    const std::size_t e = entries < shards ? shards : entries;
+    const std::uint64_t bytes =
+        by_bytes ? shards * (C::shard_cache::footprint_bytes(e / shards) + 512) + in.byte() * slack_unit : 0;
+    run_one<C>(in, name, by_bytes ? 0 : e, bytes, shards, universe, fail_at_construction);
+  }
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -484,36 +508,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t shards = 1 + in.byte() % 4;
   user_functions::bomb = 0;
 
-  using namespace arenastat;
+  cache_setup run{entries, by_bytes, fail_at_construction, universe, in};
   switch (which) {
-    case kind::lru: {
-      using C = basic_of<lru>::type;
-      const std::uint64_t bytes = by_bytes ? C::footprint_bytes(entries) + in.byte() : 0;
-      run_one<C>(in, "fuzz.cache.lru", by_bytes ? 0 : entries, bytes, 1, universe, fail_at_construction);
-      break;
-    }
-    case kind::tinylfu: {
-      using C = basic_of<tinylfu>::type;
-      const std::uint64_t bytes = by_bytes ? C::footprint_bytes(entries) + in.byte() : 0;
-      run_one<C>(in, "fuzz.cache.tinylfu", by_bytes ? 0 : entries, bytes, 1, universe, fail_at_construction);
-      break;
-    }
-    case kind::sharded_lru: {
-      using C = sharded_cache<u64, u64, lru, fuzz_hash, fuzz_eq>;
-      const std::size_t e = entries < shards ? shards : entries;
-      const std::uint64_t bytes =
-          by_bytes ? shards * (C::shard_cache::footprint_bytes(e / shards) + 512) + in.byte() * 8 : 0;
-      run_one<C>(in, "fuzz.cache.sharded_lru", by_bytes ? 0 : e, bytes, shards, universe, fail_at_construction);
-      break;
-    }
-    case kind::sharded_tinylfu: {
-      using C = sharded_cache<u64, u64, tinylfu, fuzz_hash, fuzz_eq>;
-      const std::size_t e = entries < shards ? shards : entries;
-      const std::uint64_t bytes =
-          by_bytes ? shards * (C::shard_cache::footprint_bytes(e / shards) + 512) + in.byte() * 1024 : 0;
-      run_one<C>(in, "fuzz.cache.sharded_tinylfu", by_bytes ? 0 : e, bytes, shards, universe, fail_at_construction);
-      break;
-    }
+    case kind::lru: run.basic<arenastat::lru>("fuzz.cache.lru"); break;
+    case kind::tinylfu: run.basic<arenastat::tinylfu>("fuzz.cache.tinylfu"); break;
+    case kind::sharded_lru: run.sharded<arenastat::lru>("fuzz.cache.sharded_lru", shards, 8); break;
+    case kind::sharded_tinylfu: run.sharded<arenastat::tinylfu>("fuzz.cache.sharded_tinylfu", shards, 1024); break;
   }
   return 0;
 }
