@@ -751,10 +751,11 @@ class basic_cache {
 
   // Members in the order an operation touches them. First what a hit
   // writes: the hit and miss counters and the policy, whose first members
-  // are its links pointer and its lists' ends (all of lru's state). In a sharded_cache they
-  // share a cache line with the shard's lock, which every operation writes
-  // too, so an LRU hit moves one shard line between cores, not two. Then
-  // what a miss writes, then what lookups only read, then the cold rest.
+  // are its links pointer and its lists' ends (all of lru's state). In a
+  // sharded_cache they share a cache line with the shard's lock, which every
+  // operation writes too, so an LRU hit moves one shard line between cores,
+  // not two. Then what a miss writes, then what lookups only read, then the
+  // cold rest.
   std::uint64_t hits_ = 0, misses_ = 0;
   policy_type policy_;
   std::size_t size_ = 0;

@@ -246,7 +246,8 @@ class sharded_cache {
 
   // Read-through with single-flight loading (see the header comment). A put,
   // erase or clear of the key while its load runs wins: the load's value goes
-  // to its callers but is not stored over that write. A
+  // to the callers already waiting for it but is not stored over that write,
+  // and a caller after the write starts a load of its own. A
   // miss is counted by the policy at the lookup, under the shard lock (the
   // loader runs outside it), not after the eviction as basic_cache's
   // get_or_load counts it.
