@@ -11,7 +11,7 @@
 //   at_exit_child chdir     the same, then chdir("/") before exiting
 //   at_exit_child nonblock  the same plus 8,000 scopes "child/many/N", with
 //                           stderr made non-blocking (a report of about 560 KB)
-//   at_exit_child signal-exit  scopes of 50,000 names in a loop until a timer
+//   at_exit_child signal-exit  scopes of 50,000 names (made first) in a loop until a timer
 //                           signal's handler calls exit(0) (20 ms in); a
 //                           watchdog thread ends the process with status 99
 //                           if it has not exited 10 s later
@@ -29,6 +29,7 @@
 #include <exception>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -69,10 +70,18 @@ void exit_from_handler(int) { std::exit(0); }
     std::this_thread::sleep_for(std::chrono::seconds(10));
     ::_exit(99);  // the exit handler hung
   }).detach();
+  // The names and their table entries are made first, so that the timed loop
+  // allocates nothing: the signal may land in a fold (the table lock held,
+  // the case under test), never inside malloc, whose own lock exit() would
+  // then wait for (exit() from a handler is not async-signal-safe; a handler
+  // that interrupts malloc hangs in any program, with or without arenastat).
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < 50000; ++i) names.push_back("child/loop/" + std::to_string(i));
+  for (const std::string& n : names) arenastat::scope s{n};
   ::signal(SIGALRM, exit_from_handler);
   const itimerval in_20ms{{0, 0}, {0, 20000}};
   ::setitimer(ITIMER_REAL, &in_20ms, nullptr);
-  for (unsigned i = 0;; ++i) arenastat::scope s{"child/loop/" + std::to_string(i % 50000)};
+  for (unsigned i = 0;; ++i) arenastat::scope s{names[i % names.size()]};
 }
 
 }  // namespace
