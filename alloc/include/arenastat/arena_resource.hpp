@@ -83,11 +83,15 @@ class arena_resource final : public std::pmr::memory_resource {
   // the same. The path is kept to a few instructions on purpose (it stores
   // cur_ and nothing else: bytes_requested() is derived from it): through
   // memory_resource* each one more costs about a cycle per request
-  // (docs/concepts.md, "Round two goals").
+  // (docs/concepts.md, "Round two goals"). The two tests are combined with a
+  // non-short-circuit `&`, the size test written first: GCC then tests the
+  // size first when it inlines the path into a loop: 0.78 to 1.26x the inline
+  // bump pointer in 15 processes, against 0.88 to 1.68x (6 of 15 above 1.5)
+  // with the alignment test first (AMD EPYC; docs/concepts.md, "Session 14").
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     const auto cur = reinterpret_cast<std::uintptr_t>(cur_);
-    if (((alignment | cur) & (alignment - 1)) == 0 && bytes <= reinterpret_cast<std::uintptr_t>(end_) - cur)
-        [[likely]] {
+    const auto left = reinterpret_cast<std::uintptr_t>(end_) - cur;
+    if ((bytes <= left) & (((alignment | cur) & (alignment - 1)) == 0)) [[likely]] {
       cur_ = reinterpret_cast<char*>(cur + bytes);
       return reinterpret_cast<void*>(cur);
     }
