@@ -87,6 +87,9 @@ struct trace_options {
 };
 
 inline constexpr std::size_t max_line = 4096;
+// After an error in a decompressor's output, at most this much more of it is
+// read to learn whether the decompressor itself failed (input::decompressor_failure).
+inline constexpr std::uint64_t drain_bound = std::uint64_t{64} << 20;
 
 inline bool parse_format(std::string_view s, trace_format& f) {
   if (s == "lirs") f = trace_format::lirs;
@@ -149,6 +152,28 @@ class input {
     if (file_) close(false);
   }
   std::FILE* get() const noexcept { return file_; }
+  // After an error in what a decompressor gave (a bad line, a line too
+  // long): the decompressor's own failure, when it failed, explains it better
+  // (a corrupt stream's garbage makes bad lines). Reads the rest of its output
+  // (at most drain_bound bytes), closes it and returns the failure's message;
+  // "" for a plain file, a decompressor that ended cleanly, or one whose
+  // output did not end within the bound (then the error stands as it is).
+  std::string decompressor_failure() {
+    if (tool_.empty() || file_ == nullptr) return {};
+    char buf[1 << 16];
+    for (std::uint64_t read = 0; read <= drain_bound;) {
+      const std::size_t n = std::fread(buf, 1, sizeof buf, file_);
+      if (n == 0) break;
+      read += n;
+    }
+    if (!std::feof(file_)) return {};  // not ended within the bound (or a read error)
+    try {
+      close(true);
+    } catch (const trace_error& e) {
+      return e.message();
+    }
+    return {};
+  }
   // Closes; a decompressor that failed is an error (when `check`).
   void close(bool check = true) {
     std::FILE* f = file_;
@@ -379,7 +404,15 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
 inline trace read_trace(trace_format format, const std::string& path, const trace_options& opt = {}) {
   detail::input in(path);
   trace_builder b(path);
-  if (!read_requests(format, in.get(), path, opt, b)) in.close();
+  bool stopped = false;
+  try {
+    stopped = read_requests(format, in.get(), path, opt, b);
+  } catch (const trace_error& e) {
+    const std::string failed = in.decompressor_failure();
+    if (failed.empty()) throw;
+    throw trace_error(failed + "; before that, its output had: " + e.message());
+  }
+  if (!stopped) in.close();
   return std::move(b).take();
 }
 
