@@ -152,16 +152,17 @@ class input {
     if (file_) close(false);
   }
   std::FILE* get() const noexcept { return file_; }
-  // After an error in what a decompressor gave (a bad line, a line too
-  // long): the decompressor's own failure, when it failed, explains it better
-  // (a corrupt stream's garbage makes bad lines). Reads the rest of its output
-  // (at most drain_bound bytes), closes it and returns the failure's message;
-  // "" for a plain file, a decompressor that ended cleanly, or one whose
-  // output did not end within the bound (then the error stands as it is).
+  // After an error in what a decompressor gave (a bad line, a line too long,
+  // a truncated record): the decompressor's own failure, when it failed,
+  // explains it better (a corrupt stream's garbage makes bad lines). Reads
+  // the rest of its output (stopping once drain_bound bytes are read), closes
+  // it and returns the failure's message; "" for a plain file, a decompressor
+  // that ended cleanly, or one whose output did not end within the bound
+  // (then the first error stands).
   std::string decompressor_failure() {
     if (tool_.empty() || file_ == nullptr) return {};
     char buf[1 << 16];
-    for (std::uint64_t read = 0; read <= drain_bound;) {
+    for (std::uint64_t read = 0; read < drain_bound;) {
       const std::size_t n = std::fread(buf, 1, sizeof buf, file_);
       if (n == 0) break;
       read += n;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -370,6 +371,61 @@ TEST_CASE("sim: an arc line may run up to the last block number", "[cache][sim]"
         past + ":1: expected 'start count' (count 1..1000000): '18446744073709551615 2'");
 }
 
+namespace {
+
+// A stand-in `gzip` on PATH for one test: prints `out` and exits with `status`
+// whatever it is asked, so a test can make a decompressor that fails after
+// giving garbage (as a corrupt stream's does) without depending on how a real
+// gzip decodes one particular corruption.
+struct fake_gzip {
+  std::string dir;
+  std::string old_path;
+  bool had_path = false;
+  int status;
+  fake_gzip(const std::string& out, int exit_status) : status(exit_status) {
+    dir = (std::filesystem::temp_directory_path() / ("sim_test_fakegz_" + std::to_string(::getpid()))).string();
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/gzip") << "#!/bin/sh\nprintf '" << out << "'\nexit " << status << "\n";
+    std::filesystem::permissions(dir + "/gzip", std::filesystem::perms::owner_all);
+    if (const char* p = std::getenv("PATH")) {
+      had_path = true;
+      old_path = p;
+    }
+    ::setenv("PATH", (dir + (had_path ? ":" + old_path : std::string())).c_str(), 1);
+  }
+  ~fake_gzip() {
+    if (had_path) ::setenv("PATH", old_path.c_str(), 1);
+    else ::unsetenv("PATH");
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  // Whether the stand-in runs and exits as told (not in a temporary
+  // directory mounted noexec, where the shell could not start it).
+  bool runs() const {
+    const int r = std::system((dir + "/gzip >/dev/null 2>&1").c_str());
+    return r != -1 && WIFEXITED(r) && WEXITSTATUS(r) == status;
+  }
+};
+}  // namespace
+
+TEST_CASE("sim: a bad line from a decompressor that then failed is reported as its failure", "[cache][sim]") {
+  const std::string path = write_file("corrupt.gz", "(read by the stand-in gzip, which ignores it)\n");
+  fake_gzip gz("1\\n2\\nxy\\n3\\n", 1);
+  INFO("the stand-in gzip in " << gz.dir << " must run (is the temporary directory mounted noexec?)");
+  REQUIRE(gz.runs());
+  CHECK(error_of(sim::trace_format::lirs, path) == "decompressing '" + path +
+                                                       "' with gzip failed (not a valid .gz file?); before that, its "
+                                                       "output had: " + path + ":3: not a block number: 'xy'");
+}
+
+TEST_CASE("sim: a bad line from a decompressor that ended cleanly is the error", "[cache][sim]") {
+  const std::string path = write_file("badline.gz", "(read by the stand-in gzip, which ignores it)\n");
+  fake_gzip gz("1\\n2\\nxy\\n3\\n", 0);
+  INFO("the stand-in gzip in " << gz.dir << " must run (is the temporary directory mounted noexec?)");
+  REQUIRE(gz.runs());
+  CHECK(error_of(sim::trace_format::lirs, path) == path + ":3: not a block number: 'xy'");
+}
+
 #ifdef ARENASTAT_BENCH_CACHE
 #include <nlohmann/json.hpp>
 
@@ -419,46 +475,6 @@ TEST_CASE("sim: a decompressor that is not installed is named as missing, not th
   // (The shell says "gzip: not found" on its own line before.)
   CHECK_THAT(out, Catch::EndsWith("\ncache_sim: cannot decompress '" + path +
                                   "': gzip was not found (is it installed and on PATH?)\n"));
-}
-
-namespace {
-
-// A stand-in `gzip` on PATH for one test: prints `out` and exits with `status`
-// whatever it is asked, so a test can make a decompressor that fails after
-// giving garbage (as a corrupt stream's does) without depending on how a real
-// gzip decodes one particular corruption.
-struct fake_gzip {
-  std::string dir;
-  std::string old_path;
-  fake_gzip(const std::string& out, int status) {
-    dir = (std::filesystem::temp_directory_path() / ("sim_test_fakegz_" + std::to_string(::getpid()))).string();
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir + "/gzip") << "#!/bin/sh\nprintf '" << out << "'\nexit " << status << "\n";
-    std::filesystem::permissions(dir + "/gzip", std::filesystem::perms::owner_all);
-    const char* p = std::getenv("PATH");
-    old_path = p ? p : "";
-    ::setenv("PATH", (dir + ":" + old_path).c_str(), 1);
-  }
-  ~fake_gzip() {
-    ::setenv("PATH", old_path.c_str(), 1);
-    std::filesystem::remove_all(dir);
-  }
-};
-
-}  // namespace
-
-TEST_CASE("sim: a bad line from a decompressor that then failed is reported as its failure", "[cache][sim]") {
-  const std::string path = write_file("corrupt.gz", "(read by the stand-in gzip, which ignores it)\n");
-  fake_gzip gz("1\\n2\\nxy\\n3\\n", 1);
-  CHECK(error_of(sim::trace_format::lirs, path) == "decompressing '" + path +
-                                                       "' with gzip failed (not a valid .gz file?); before that, its "
-                                                       "output had: " + path + ":3: not a block number: 'xy'");
-}
-
-TEST_CASE("sim: a bad line from a decompressor that ended cleanly is the error", "[cache][sim]") {
-  const std::string path = write_file("badline.gz", "(read by the stand-in gzip, which ignores it)\n");
-  fake_gzip gz("1\\n2\\nxy\\n3\\n", 0);
-  CHECK(error_of(sim::trace_format::lirs, path) == path + ":3: not a block number: 'xy'");
 }
 
 TEST_CASE("sim: cache_sim --json is valid JSON whatever bytes a trace's name holds", "[cache][sim]") {
