@@ -170,6 +170,90 @@ TEST_CASE("sharded: a loader asking for its own key gets logic_error, not a wait
   CHECK(c.get(5) == std::optional<u64>(50));
 }
 
+namespace {
+
+// Waits (10 s at most) until `n` threads have arrived; true when they all did.
+bool arrive_and_wait(std::atomic<int>& arrived, int n) {
+  arrived.fetch_add(1);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (arrived.load() < n)
+    if (std::chrono::steady_clock::now() > until) return false;
+    else std::this_thread::yield();
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("sharded: loaders on two threads waiting for each other's keys get logic_error, not a deadlock",
+          "[cache][sharded][threads]") {
+  sharded_lru_cache<u64, u64> c{"test.sharded.flight.cycle", {.max_entries = 64, .shards = 2}};
+  std::atomic<int> in_loader{0};
+  std::atomic<int> cycle_errors{0}, other_outcomes{0};
+  // Key `mine`'s loader runs once both loads are in flight, then asks for the
+  // other thread's key: one of the two waits would close the cycle.
+  const auto run = [&](u64 mine, u64 theirs) {
+    try {
+      c.get_or_load(mine, [&](u64) -> u64 {
+        if (!arrive_and_wait(in_loader, 2)) throw std::runtime_error("the other load did not start");
+        return c.get_or_load(theirs, [](u64) -> u64 { return 0; }) + 1;
+      });
+      other_outcomes.fetch_add(1);
+    } catch (const std::logic_error& e) {
+      if (std::string(e.what()).find("would wait for each other forever") != std::string::npos &&
+          std::string(e.what()).find("test.sharded.flight.cycle") != std::string::npos)
+        cycle_errors.fetch_add(1);
+      else
+        other_outcomes.fetch_add(1);
+    } catch (...) {
+      other_outcomes.fetch_add(1);
+    }
+  };
+  std::thread a(run, 1, 2), b(run, 2, 1);
+  a.join();
+  b.join();
+  // The refused wait fails its thread's load; the other thread, waiting for
+  // that load, gets the same exception and fails its own.
+  CHECK(cycle_errors.load() == 2);
+  CHECK(other_outcomes.load() == 0);
+  CHECK(c.size() == 0);
+  CHECK(detail::process_load_waits().size() == 0);
+  CHECK(c.get_or_load(1, [](u64) -> u64 { return 10; }) == 10);
+  CHECK(c.get_or_load(2, [](u64) -> u64 { return 20; }) == 20);
+}
+
+TEST_CASE("sharded: a thread whose load another thread waited for may then wait for that thread's load",
+          "[cache][sharded][threads]") {
+  sharded_lru_cache<u64, u64> c{"test.sharded.flight.nocycle", {.max_entries = 64, .shards = 2}};
+  std::atomic<int> started{0};
+  std::atomic<bool> waiter_waits{false};
+  u64 from_l = 0, from_w = 0;
+  // W's load of 10 waits for L's load of 20; L, once that load has ended,
+  // asks for 10 (W's load, or its stored value): no cycle, as 20's load is over.
+  std::thread w([&] {
+    from_w = c.get_or_load(10, [&](u64) -> u64 {
+      arrive_and_wait(started, 2);
+      waiter_waits = true;
+      return c.get_or_load(20, [](u64) -> u64 { return 0; }) + 1;
+    });
+  });
+  std::thread l([&] {
+    c.get_or_load(20, [&](u64) -> u64 {
+      arrive_and_wait(started, 2);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (detail::process_load_waits().size() == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();  // W is waiting for this load
+      return 200;
+    });
+    from_l = c.get_or_load(10, [](u64) -> u64 { return 0; });
+  });
+  w.join();
+  l.join();
+  CHECK(waiter_waits.load());
+  CHECK(from_w == 201);
+  CHECK(from_l == 201);
+  CHECK(detail::process_load_waits().size() == 0);
+}
+
 TEST_CASE("sharded: a recursive load's logic_error not caught by the loader fails the outer load",
           "[cache][sharded]") {
   sharded_lru_cache<u64, u64> c{"test.sharded.flight.recursive2", {.max_entries = 64, .shards = 2}};

@@ -32,7 +32,11 @@
 // calling the loader outside the shard lock; every other thread asking for
 // the same key meanwhile waits for that result (or its exception) instead of
 // loading again. A loader that asks for its own key (on its own thread) gets
-// std::logic_error instead of waiting for itself forever. The loading thread
+// std::logic_error instead of waiting for itself forever, and so does a
+// wait that would close a cycle across threads (A's loader waits for a key B
+// is loading while B's loader waits, directly or through other threads'
+// loads, in any sharded_cache, for a key A is loading: detail/load_waits.hpp),
+// instead of both sleeping forever. The loading thread
 // returns only after its waiters have taken the result. A load nobody waits
 // for allocates nothing; the first waiter of
 // a load makes its condition variable (one global-heap allocation in
@@ -51,6 +55,7 @@
 #include <type_traits>
 
 #include "arenastat/cache/cache.hpp"
+#include "arenastat/cache/detail/load_waits.hpp"
 #include "arenastat/cache/detail/shard_mutex.hpp"
 
 namespace arenastat {
@@ -292,6 +297,7 @@ class sharded_cache {
     }
     f.done = true;
     if (f.waiters != 0) {  // then a waiter made the condition variable
+      detail::process_load_waits().flight_done(&f);  // before any waiter runs on
       f.cv->notify_all();
       f.cv->wait(lk, [&] { return f.waiters == 0; });
     }
@@ -479,8 +485,28 @@ class sharded_cache {
                            "': get_or_load of a key from inside that key's own loader (the load would wait for itself)");
   }
 
+  // Loads on two or more threads whose loaders wait for each other's keys:
+  // the wait that would close the cycle is refused.
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_load_cycle() const {
+    throw std::logic_error("sharded_cache '" + name_ +
+                           "': get_or_load of a key whose load, on another thread, waits (through its loader) for a "
+                           "load this thread runs: the loads would wait for each other forever");
+  }
+
+  // Waits (shard lock held, released while asleep) for the load in flight f
+  // run by another thread, and takes its value or exception. The wait is
+  // recorded in the process's load_waits first, and refused (logic_error)
+  // when it would close a cycle of waits.
   V wait_for(std::unique_lock<detail::versioned_shard_mutex>& lk, flight& f) {
     if (!f.cv) f.cv.emplace();
+    detail::load_waits& waits = detail::process_load_waits();
+    const std::thread::id me = std::this_thread::get_id();
+    if (!waits.begin_wait(me, &f, f.loader)) throw_load_cycle();
+    struct wait_end {
+      detail::load_waits& waits;
+      std::thread::id me;
+      ~wait_end() { waits.end_wait(me); }
+    } end{waits, me};
     ++f.waiters;
     f.cv->wait(lk, [&] { return f.done; });
     std::exception_ptr err = f.error;
