@@ -170,31 +170,17 @@ TEST_CASE("sharded: a loader asking for its own key gets logic_error, not a wait
   CHECK(c.get(5) == std::optional<u64>(50));
 }
 
-namespace {
-
-// Waits (10 s at most) until `n` threads have arrived; true when they all did.
-bool arrive_and_wait(std::atomic<int>& arrived, int n) {
-  arrived.fetch_add(1);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (arrived.load() < n)
-    if (std::chrono::steady_clock::now() > until) return false;
-    else std::this_thread::yield();
-  return true;
-}
-
-}  // namespace
-
 TEST_CASE("sharded: loaders on two threads waiting for each other's keys get logic_error, not a deadlock",
           "[cache][sharded][threads]") {
   sharded_lru_cache<u64, u64> c{"test.sharded.flight.cycle", {.max_entries = 64, .shards = 2}};
-  std::atomic<int> in_loader{0};
+  start_gate both_loading(2);
   std::atomic<int> cycle_errors{0}, other_outcomes{0};
   // Key `mine`'s loader runs once both loads are in flight, then asks for the
   // other thread's key: one of the two waits would close the cycle.
   const auto run = [&](u64 mine, u64 theirs) {
     try {
       c.get_or_load(mine, [&](u64) -> u64 {
-        if (!arrive_and_wait(in_loader, 2)) throw std::runtime_error("the other load did not start");
+        both_loading.arrive_and_wait();
         return c.get_or_load(theirs, [](u64) -> u64 { return 0; }) + 1;
       });
       other_outcomes.fetch_add(1);
@@ -224,21 +210,21 @@ TEST_CASE("sharded: loaders on two threads waiting for each other's keys get log
 TEST_CASE("sharded: a thread whose load another thread waited for may then wait for that thread's load",
           "[cache][sharded][threads]") {
   sharded_lru_cache<u64, u64> c{"test.sharded.flight.nocycle", {.max_entries = 64, .shards = 2}};
-  std::atomic<int> started{0};
+  start_gate started(2);
   std::atomic<bool> waiter_waits{false};
   u64 from_l = 0, from_w = 0;
   // W's load of 10 waits for L's load of 20; L, once that load has ended,
   // asks for 10 (W's load, or its stored value): no cycle, as 20's load is over.
   std::thread w([&] {
     from_w = c.get_or_load(10, [&](u64) -> u64 {
-      arrive_and_wait(started, 2);
+      started.arrive_and_wait();
       waiter_waits = true;
       return c.get_or_load(20, [](u64) -> u64 { return 0; }) + 1;
     });
   });
   std::thread l([&] {
     c.get_or_load(20, [&](u64) -> u64 {
-      arrive_and_wait(started, 2);
+      started.arrive_and_wait();
       const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       while (detail::process_load_waits().size() == 0 && std::chrono::steady_clock::now() < until)
         std::this_thread::yield();  // W is waiting for this load
