@@ -59,6 +59,27 @@ TEST_CASE("the JSON writer is compact and escapes what JSON requires", "[names][
   CHECK_NOTHROW(nlohmann::json::parse(out));
 }
 
+TEST_CASE("the JSON writer copies plain bytes as they are and no other byte, at any position", "[names][json]") {
+  // Every byte value at every position of a 20-byte string: printable ASCII
+  // other than '"' and '\\' is written as it is (the writer's fast path); any
+  // other byte changes the output (an escape, or U+FFFD and its hex digits).
+  for (unsigned b = 0; b < 256; ++b) {
+    const bool plain = b >= 0x20 && b < 0x7f && b != '"' && b != '\\';
+    for (std::size_t at = 0; at < 20; ++at) {
+      std::string name(20, 'a');
+      name[at] = static_cast<char>(b);
+      std::string out;
+      arenastat::detail::append_json_string(out, name);
+      std::string as_is = "\"";  // (not '"' + name + '"': g++ 12 warns of a memcpy overlap there)
+      as_is += name;
+      as_is += '"';
+      INFO("byte " << b << " at " << at);
+      if (plain) CHECK(out == as_is);
+      else CHECK(out != as_is);
+    }
+  }
+}
+
 TEST_CASE("the JSON writer writes non-finite numbers as null", "[names][json]") {
   std::string out;
   arenastat::detail::json_writer w(out);

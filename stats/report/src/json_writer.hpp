@@ -43,9 +43,20 @@ class json_writer {
   }
 
  private:
-  void separate();
+  // The comma before a member or element, unless it is its container's first
+  // (or the value after a key).
+  void separate() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (!first_.empty()) {
+      if (!first_.back()) out_ += ',';
+      first_.back() = 0;
+    }
+  }
   std::string& out_;
-  std::vector<bool> first_;     // per open container: nothing written yet
+  std::vector<unsigned char> first_;  // per open container: 1 while nothing is written in it
   bool after_key_ = false;
 };
 

@@ -70,13 +70,13 @@ bool comes_before(const row_key& a, const row_key& b, sort_key key) {
       if (a.live != b.live) return a.live > b.live;
       break;
     case sort_key::name:
-      if (a.name != b.name) return a.name < b.name;
+      if (const int c = a.name.compare(b.name); c != 0) return c < 0;
       break;
     case sort_key::peak:
       break;
   }
   if (a.peak != b.peak) return a.peak > b.peak;
-  if (a.name != b.name) return a.name < b.name;
+  if (const int c = a.name.compare(b.name); c != 0) return c < 0;
   if (a.kind != b.kind) return a.kind == entry_kind::scope && b.kind == entry_kind::account;
   return a.index < b.index;
 }
