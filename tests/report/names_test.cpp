@@ -59,25 +59,59 @@ TEST_CASE("the JSON writer is compact and escapes what JSON requires", "[names][
   CHECK_NOTHROW(nlohmann::json::parse(out));
 }
 
-TEST_CASE("the JSON writer copies plain bytes as they are and no other byte, at any position", "[names][json]") {
-  // Every byte value at every position of a 20-byte string: printable ASCII
-  // other than '"' and '\\' is written as it is (the writer's fast path); any
-  // other byte changes the output (an escape, or U+FFFD and its hex digits).
+// What JSON text one byte, alone among ASCII letters, is written as (JSON's
+// rules and the writer's marking of bytes outside UTF-8, spelled out here).
+static std::string expected_json_of_byte(unsigned b) {
+  constexpr char hex[] = "0123456789abcdef";
+  switch (b) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case '\n': return "\\n";
+    case '\t': return "\\t";
+    case '\r': return "\\r";
+    case '\b': return "\\b";
+    case '\f': return "\\f";
+    default: break;
+  }
+  if (b < 0x20 || b == 0x7f) return std::string("\\u00") + hex[b >> 4] + hex[b & 15];
+  if (b >= 0x80) return std::string("\xef\xbf\xbd") + hex[b >> 4] + hex[b & 15];  // no UTF-8 sequence: U+FFFD + hex
+  return std::string(1, static_cast<char>(b));
+}
+
+TEST_CASE("the JSON writer writes each byte value exactly, at any position of a name", "[names][json]") {
+  // Every byte value at every position of a 20-byte name of letters: the
+  // plain prefix, the byte and the plain rest (the writer's fast path takes
+  // whole plain strings; the others go through the escaping loop).
   for (unsigned b = 0; b < 256; ++b) {
-    const bool plain = b >= 0x20 && b < 0x7f && b != '"' && b != '\\';
     for (std::size_t at = 0; at < 20; ++at) {
       std::string name(20, 'a');
       name[at] = static_cast<char>(b);
       std::string out;
       arenastat::detail::append_json_string(out, name);
-      std::string as_is = "\"";  // (not '"' + name + '"': g++ 12 warns of a memcpy overlap there)
-      as_is += name;
-      as_is += '"';
+      std::string expected = "\"";
+      expected.append(at, 'a');
+      expected += expected_json_of_byte(b);
+      expected.append(19 - at, 'a');
+      expected += '"';
       INFO("byte " << b << " at " << at);
-      if (plain) CHECK(out == as_is);
-      else CHECK(out != as_is);
+      CHECK(out == expected);
     }
   }
+}
+
+TEST_CASE("the JSON writer copies well-formed UTF-8 and doubles a literal U+FFFD", "[names][json]") {
+  std::string out;
+  arenastat::detail::append_json_string(out, "a\xc3\xa9\xe2\x82\xac");  // a, U+00E9, U+20AC: as they are
+  CHECK(out == "\"a\xc3\xa9\xe2\x82\xac\"");
+  out.clear();
+  arenastat::detail::append_json_string(out, "a\xef\xbf\xbd");  // raw names have no U+FFFD: marked, doubled
+  CHECK(out == "\"a\xef\xbf\xbd\xef\xbf\xbd\"");
+  out.clear();
+  arenastat::detail::append_json_string(out, "a\xef\xbf\xbd\xff");
+  CHECK(out == "\"a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "ff\"");
+  out.clear();
+  arenastat::detail::append_json_string(out, "");
+  CHECK(out == "\"\"");
 }
 
 TEST_CASE("the JSON writer writes non-finite numbers as null", "[names][json]") {
