@@ -26,6 +26,7 @@
 #include "leaks_internal.hpp"
 #include "short_bytes.hpp"
 #include "table_internal.hpp"
+#include "table_records.hpp"
 #include "sys.hpp"
 #include "text_escape.hpp"
 #include "thread_state.hpp"
@@ -87,6 +88,30 @@ struct scope_access {
     }
   }
   static std::uint64_t id(const scope& s) noexcept { return s.id_; }
+
+  // Folds a run of s in full: its breakdown, counters and name, whatever the
+  // table holds.
+  [[gnu::noinline]] static void fold(const scope& s, double seconds, detail::run_result result) noexcept {
+    // Only the counters set are constructed (a scope that sets none writes nothing here).
+    alignas(detail::run_counter) unsigned char counter_bytes[sizeof(detail::run_counter) * scope::max_counters];
+    auto* const counters = reinterpret_cast<detail::run_counter*>(counter_bytes);
+    for (std::uint32_t i = 0; i < s.counter_count_; ++i)
+      std::construct_at(counters + i, detail::run_counter{s.counters_[i].name, s.counters_[i].at_peak,
+                                                          s.counters_[i].value, s.counters_[i].set_at_peak});
+    const detail::thread_scopes& t = detail::tls_scopes;
+    detail::scope_run run;
+    run.name = s.name();
+    run.peak = static_cast<std::uint64_t>(s.peak_);
+    run.at_peak = s.at_peak_;
+    run.tags_high = s.tags_high_;
+    run.counters = counters;
+    run.counter_count = s.counter_count_;
+    run.seconds = seconds;
+    run.result = result;
+    run.thread = t.state ? t.state->os_tid : detail::os_thread_id();
+    run.cache = t.state ? &t.state->fold_memo : nullptr;
+    detail::fold_scope(run);
+  }
 };
 
 namespace detail {
@@ -214,6 +239,13 @@ void credit_stamped(std::uint64_t first_id, std::uint64_t last_id, tag_id tag, s
   std::abort();
 }
 
+// A heap copy of a name longer than a scope keeps inline (not terminated).
+[[gnu::noinline]] char* copy_long_name(std::string_view name) {
+  char* p = new char[name.size()];
+  std::memcpy(p, name.data(), name.size());
+  return p;
+}
+
 [[noreturn, gnu::noinline, gnu::cold]] void throw_too_deep(std::string_view name) {
   throw std::length_error("arenastat::scope '" + std::string(name) + "': more than " +
                           std::to_string(max_scope_depth) + " nested scopes on one thread");
@@ -288,14 +320,14 @@ scope::scope(std::string_view name, scope_options options) : limit_(options.limi
   if (name.empty() || name.size() > max_name_bytes) [[unlikely]] detail::check_name(name, "arenastat::scope");
   detail::thread_scopes& t = detail::tls_scopes;
   if (t.depth >= detail::max_scope_depth) [[unlikely]] detail::throw_too_deep(name);
-  if (name.size() <= short_name_max) {
+  detail::thread_state& st = detail::current_thread_state();  // may throw: before the name's copy
+  if (name.size() <= short_name_max) [[likely]] {
     static_assert(short_name_max <= detail::short_bytes_max);
     detail::copy_short(short_name_, name.data(), name.size());
-    name_len_ = static_cast<std::uint32_t>(name.size());
   } else {
-    long_name_.assign(name);
+    long_name_ = detail::copy_long_name(name);  // may throw; nothing after it does
   }
-  detail::thread_state& st = detail::current_thread_state();
+  name_len_ = static_cast<std::uint32_t>(name.size());
   detail::drain_pending();
   id_ = st.next_scope_id++;
   uncaught_at_entry_ = detail::uncaught_exceptions(&st);
@@ -303,6 +335,7 @@ scope::scope(std::string_view name, scope_options options) : limit_(options.limi
     tsc_clock_ = true;
     start_ = detail::tsc_ticks();
   } else {
+    tsc_clock_ = false;
     start_ = detail::steady_ns();
   }
   t.frames[t.depth++] = this;
@@ -336,27 +369,18 @@ scope::~scope() {
   }
   t.visible = t.depth - t.base;
 
-  // Only the counters set are constructed (a scope that sets none, the common
-  // case, writes nothing here).
-  alignas(detail::run_counter) unsigned char counter_bytes[sizeof(detail::run_counter) * max_counters];
-  auto* const counters = reinterpret_cast<detail::run_counter*>(counter_bytes);
-  for (std::uint32_t i = 0; i < counter_count_; ++i)
-    std::construct_at(counters + i, detail::run_counter{counters_[i].name, counters_[i].at_peak, counters_[i].value,
-                                                        counters_[i].set_at_peak});
-  detail::scope_run run;
-  run.name = name();
-  run.peak = static_cast<std::uint64_t>(peak_);
-  run.at_peak = at_peak_;
-  run.tags_high = tags_high_;
-  run.counters = counters;
-  run.counter_count = counter_count_;
-  run.seconds = seconds;
-  run.result = limit_hit_ ? detail::run_result::oom
-               : detail::uncaught_exceptions(t.state) > uncaught_at_entry_ ? detail::run_result::err
-                                                                            : detail::run_result::ok;
-  run.thread = t.state ? t.state->os_tid : detail::os_thread_id();
-  run.cache = t.state ? &t.state->fold_memo : nullptr;
-  detail::fold_scope(run);
+  const detail::run_result result = limit_hit_ ? detail::run_result::oom
+                                    : detail::uncaught_exceptions(t.state) > uncaught_at_entry_
+                                        ? detail::run_result::err
+                                        : detail::run_result::ok;
+  // A scope in a loop folds into the record its thread folded last, with no
+  // scope_run built (detail::fold_repeat); anything else folds in full.
+  detail::thread_state* const st = t.state;
+  if (st == nullptr ||
+      !detail::fold_repeat(st->fold_memo, name(), static_cast<std::uint64_t>(peak_),
+                           tags_high_ == 0 && counter_count_ == 0, seconds, result, st->os_tid)) [[unlikely]]
+    scope_access::fold(*this, seconds, result);
+  delete[] long_name_;
 }
 
 void scope::set_counter(std::string_view name, std::int64_t value) {

@@ -53,6 +53,7 @@ inline std::uint32_t load4(const char* p) noexcept {
 inline bool equal_short(const char* a, const char* b, std::size_t n) noexcept {
   if (n >= 8) {
     std::uint64_t diff = load8(a + n - 8) ^ load8(b + n - 8);
+    if (n <= 16) return (diff | (load8(a) ^ load8(b))) == 0;  // two words, no loop
     for (std::size_t i = 0; i + 8 < n; i += 8) diff |= load8(a + i) ^ load8(b + i);
     return diff == 0;
   }

@@ -19,6 +19,7 @@
 #include "short_bytes.hpp"
 #include "sys.hpp"
 #include "table_internal.hpp"
+#include "table_records.hpp"
 
 namespace arenastat {
 
@@ -35,47 +36,6 @@ const char* kind_name(entry_kind kind) noexcept {
 
 namespace arenastat::detail {
 namespace {
-
-// One scope entry in one allocation (an entry costs its 56-byte header, its
-// name, 9 bytes per tag and 17 plus the name per counter, and malloc's
-// rounding; docs/report.md gives the measured figure). After the header,
-// unaligned (read and written with memcpy):
-//   name bytes, int64 tag bytes[n_tags], int64 counter (value at peak, last)[n_counters],
-//   uint8 tag ids[n_tags], counter names (uint8 length | 0x80 when the counter had
-//   a value at the peak, then the bytes, each).
-struct scope_record {
-  std::uint64_t max_peak = 0;
-  std::uint64_t last_peak = 0;
-  std::uint64_t count = 0;
-  double total_s = 0;
-  double last_s = 0;
-  std::uint32_t oom_count = 0;  // saturate at 2^32-1
-  std::uint32_t err_count = 0;
-  std::uint32_t thread = 0;
-  std::uint16_t name_len = 0;
-  std::uint8_t n_tags = 0;
-  std::uint8_t n_counters : 4 = 0;
-  std::uint8_t result : 2 = 0;
-
-  std::string_view name() const noexcept {
-    return {reinterpret_cast<const char*>(this + 1), name_len};
-  }
-  static std::size_t values_offset(std::size_t name_len) noexcept { return name_len; }
-  char* values() noexcept { return reinterpret_cast<char*>(this + 1) + name_len; }
-  const char* values() const noexcept { return const_cast<scope_record*>(this)->values(); }
-  std::int64_t value(std::size_t i) const noexcept {
-    std::int64_t v;
-    std::memcpy(&v, values() + 8 * i, 8);
-    return v;
-  }
-  void set_value(std::size_t i, std::int64_t v) noexcept { std::memcpy(values() + 8 * i, &v, 8); }
-  std::uint8_t* tag_ids() noexcept {
-    return reinterpret_cast<std::uint8_t*>(values() + 8 * (n_tags + 2 * std::size_t{n_counters}));
-  }
-  const std::uint8_t* tag_ids() const noexcept { return const_cast<scope_record*>(this)->tag_ids(); }
-  const std::uint8_t* counter_names() const noexcept { return tag_ids() + n_tags; }
-};
-static_assert(sizeof(scope_record) == 56);
 
 constexpr std::uint8_t name_len_mask = 0x7f, at_peak_bit = 0x80;
 
@@ -142,34 +102,9 @@ scope_record* make_record(std::string_view name, const breakdown& b, const scope
 
 void destroy(scope_record* r) noexcept { ::operator delete(static_cast<void*>(r)); }
 
-// Set element: the pointer may be replaced (a new breakdown of another size)
-// without changing the key, the name.
-struct record_ref {
-  mutable scope_record* r;
-};
-
-struct record_hash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  std::size_t operator()(const record_ref& x) const noexcept { return (*this)(x.r->name()); }
-};
-
-struct record_eq {
-  using is_transparent = void;
-  static std::string_view key(std::string_view s) noexcept { return s; }
-  static std::string_view key(const record_ref& x) noexcept { return x.r->name(); }
-  template <class A, class B>
-  bool operator()(const A& a, const B& b) const noexcept { return key(a) == key(b); }
-};
-
-// An overflow row: the scope entries of one prefix folded out of the table.
-struct folded_row {
-  std::string name;  // "request/" or "(other)"
-  std::uint64_t entries = 0, runs = 0, peak_sum = 0, peak_max = 0, oom = 0, err = 0;
-  double time_s = 0;
-};
-
 constexpr std::string_view other_row = "(other)";
+
+}  // namespace
 
 std::size_t table_max_from_env() noexcept {
   const char* v = std::getenv("ARENASTAT_TABLE_MAX");
@@ -191,45 +126,7 @@ std::size_t table_max_from_env() noexcept {
   return default_table_max;
 }
 
-struct scope_table {
-  short_mutex mutex;  // every scope's exit folds under it: no calls into the C library when free
-  // The holder's mark (table_lock), for the exit handler: exit() from a signal
-  // handler that interrupted this thread inside the lock must not wait for it.
-  std::atomic<const void*> holder{nullptr};
-  boost::unordered_flat_set<record_ref, record_hash, record_eq> records;
-  std::vector<folded_row> folded;  // at most max_folded_rows prefixes + "(other)"
-  std::uint64_t folded_entries = 0;
-  std::atomic<std::size_t> max{table_max_from_env()};
-  std::atomic<std::uint64_t> lost{0};
-  std::uint64_t generation = 1;  // bumped when a record is freed or replaced (fold_cache)
-
-  static scope_table& get() {
-    static scope_table* const t = new scope_table();  // never destroyed
-    return *t;
-  }
-};
-
-// The table's lock, marked with the holding thread (see scope_table::holder).
-thread_local const char table_holder_mark = 0;
-class table_lock {
- public:
-  explicit table_lock(scope_table& t) noexcept : t_(t) {
-    t_.mutex.lock();
-    t_.holder.store(&table_holder_mark, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);  // seen by a signal handler on this thread
-  }
-  ~table_lock() {
-    t_.holder.store(nullptr, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    t_.mutex.unlock();
-  }
-  table_lock(const table_lock&) = delete;
-  table_lock& operator=(const table_lock&) = delete;
-
- private:
-  scope_table& t_;
-};
-
+namespace {
 
 std::string_view prefix_of(std::string_view name) noexcept {
   const std::size_t slash = name.find('/');
@@ -382,26 +279,6 @@ void check_name(std::string_view name, std::string_view who) {
 namespace {
 
 // What every run adds, whichever path folds it. Lock held.
-[[gnu::always_inline]] inline void add_run(scope_record& r, const scope_run& run) noexcept {
-  r.count += 1;
-  r.last_peak = run.peak;
-  r.total_s += run.seconds;
-  r.last_s = run.seconds;
-  r.thread = static_cast<std::uint32_t>(run.thread);
-  r.result = static_cast<std::uint8_t>(run.result) & 3u;
-  if (run.result == run_result::oom && r.oom_count != UINT32_MAX) ++r.oom_count;
-  if (run.result == run_result::err && r.err_count != UINT32_MAX) ++r.err_count;
-}
-
-// The record the thread folded last, when it is still the table's and has
-// this run's name (a scope in a loop). Lock held.
-[[gnu::always_inline]] inline scope_record* memo_hit(const scope_table& t, const scope_run& run) noexcept {
-  const fold_cache* cache = run.cache;
-  if (!cache || cache->generation != t.generation || !cache->record) return nullptr;
-  auto* r = static_cast<scope_record*>(const_cast<void*>(cache->record));
-  return same_name(r->name(), run.name) ? r : nullptr;
-}
-
 // Every other fold: a lookup, a new record, a new largest run whose
 // breakdown or counters replace the record's. `memo`: memo_hit's answer for
 // this run (null: look the name up). Lock held.
@@ -466,25 +343,14 @@ namespace {
 void fold_scope(const scope_run& run) noexcept {
   scope_table& t = scope_table::get();
   table_lock lock(t);
-  // The common case, inline: the name folded last on this thread, and a run
-  // that replaces no breakdown (below the largest peak, or no tags and no
-  // counters on either side).
-  scope_record* const r = memo_hit(t, run);
-  if (r != nullptr &&
-      (run.peak < r->max_peak ||
-       (run.tags_high == 0 && run.counter_count == 0 && r->n_tags == 0 && r->n_counters == 0))) [[likely]] {
-    r->max_peak = std::max(r->max_peak, run.peak);
-    add_run(*r, run);
-    return;
-  }
-  fold_general(t, run, r);
+  fold_general(t, run, memo_hit(t, run.cache, run.name));
 }
 
 std::uint64_t lost_folds() noexcept { return scope_table::get().lost.load(std::memory_order_relaxed); }
 
 bool table_locked_by_this_thread() noexcept {
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  return scope_table::get().holder.load(std::memory_order_relaxed) == &table_holder_mark;
+  return scope_table::get().holder.load(std::memory_order_relaxed) == &tls_scopes;
 }
 
 }  // namespace arenastat::detail

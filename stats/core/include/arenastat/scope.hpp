@@ -54,9 +54,7 @@ class scope {
   // Throws std::invalid_argument for a bad name, std::length_error past max_counters.
   void set_counter(std::string_view name, std::int64_t value);
 
-  std::string_view name() const noexcept {
-    return long_name_.empty() ? std::string_view(short_name_, name_len_) : std::string_view(long_name_);
-  }
+  std::string_view name() const noexcept { return {long_name_ ? long_name_ : short_name_, name_len_}; }
   std::uint64_t id() const noexcept { return id_; }
   std::int64_t net_bytes() const noexcept { return net_; }
   std::uint64_t peak_bytes() const noexcept { return static_cast<std::uint64_t>(peak_); }
@@ -78,12 +76,15 @@ class scope {
     bool set_at_peak;      // the counter existed when the latest peak was reached
   };
 
-  // The name: inline up to short_name_max bytes (no allocation), else in long_name_.
+  // The name: inline up to short_name_max bytes (no allocation), else in
+  // long_name_ (a heap copy the scope owns; null for a short name). A plain
+  // pointer, not a std::string: entry and exit then construct and destroy
+  // nothing for a short name.
   static constexpr std::size_t short_name_max = 63;
   char short_name_[short_name_max + 1];
-  std::uint32_t name_len_ = 0;
-  std::string long_name_;
-  std::uint64_t id_ = 0;
+  std::uint32_t name_len_;  // set by the constructor, as id_, uncaught_at_entry_, tsc_clock_ and start_
+  char* long_name_ = nullptr;
+  std::uint64_t id_;
   std::uint64_t limit_ = 0;
   std::int64_t net_ = 0;
   std::int64_t peak_ = 0;
@@ -91,10 +92,10 @@ class scope {
   // written (zeroed first) only below it, so entering a scope clears nothing.
   std::uint32_t tags_high_ = 0;
   std::uint32_t counter_count_ = 0;
-  int uncaught_at_entry_ = 0;
+  int uncaught_at_entry_;
   bool limit_hit_ = false;
-  bool tsc_clock_ = false;          // start_ is in time-stamp-counter ticks, else steady_clock ns
-  std::uint64_t start_ = 0;
+  bool tsc_clock_;  // start_ is in time-stamp-counter ticks, else steady_clock ns
+  std::uint64_t start_;
   std::int64_t live_by_tag_[max_tags];
   std::int64_t at_peak_[max_tags];
   counter counters_[max_counters];
