@@ -163,10 +163,12 @@ inline int wait_exit(pid_t pid, std::chrono::milliseconds limit = 10s) {
 // The control_target program with its own socket directory.
 class target {
  public:
-  explicit target(const std::string& socket_dir, env_map extra = {}, const std::string& cwd = {}) {
+  // `program`: the path run (a link to control_target gives it another name).
+  explicit target(const std::string& socket_dir, env_map extra = {}, const std::string& cwd = {},
+                  const std::string& program = target_path) {
     extra.emplace("ARENASTAT_CONTROL", "1");
     extra.emplace("ARENASTAT_SOCKET_DIR", socket_dir);
-    p_ = spawn(target_path, {}, extra, cwd);
+    p_ = spawn(program, {}, extra, cwd);
     const std::string ready = read_line(p_.out);
     if (ready.rfind("ready ", 0) != 0) {
       throw std::runtime_error("control_target did not start: '" + ready + "', stderr: " + read_all(p_.err, 1s));

@@ -77,3 +77,18 @@ TEST_CASE("a failed dump on a signal quotes ARENASTAT_DUMP_DIR's path and names 
   REQUIRE(line.size() == start.size() + 14 + end.size());  // the UTC time, YYYYmmddHHMMSS
   CHECK(line.substr(start.size() + 14) == end);
 }
+
+TEST_CASE("info escapes the program name and the socket path: a newline in either adds no line",
+          "[control][naming][threads]") {
+  temp_dir root;
+  const std::string dir = root.path() + "/s\n\x1b[1m";
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  const std::string program = root.path() + "/p\nserved 9";  // comm is the link's name: "p\nserved 9"
+  REQUIRE(::symlink(target_path.c_str(), program.c_str()) == 0);
+  target t(dir, {}, {}, program);
+  const cli_result r = run_cli({t.pid_text(), "info"}, {{"ARENASTAT_SOCKET_DIR", dir}});
+  REQUIRE(r.status == 0);
+  CHECK(r.out.rfind("pid " + t.pid_text() + "\nprogram p\\x0aserved 9\nsocket " + root.path() + "/s\\x0a\\x1b[1m/" +
+                        t.pid_text() + ".sock\nserved ",
+                    0) == 0);
+}

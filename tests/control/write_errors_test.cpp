@@ -30,6 +30,48 @@ TEST_CASE("a dump to a full device is an error of the process (exit 1)", "[contr
   CHECK(r.err == "arenastat: " + t.pid_text() + ": dump: cannot write '/dev/full': No space left on device\n");
 }
 
+TEST_CASE("a dump to a FIFO is refused at once, with or without a reader, and the server goes on answering",
+          "[control][write_errors][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const std::string fifo = sockets.path() + "/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  const std::string refusal = "arenastat: " + t.pid_text() + ": dump: refusing to write '" + fifo +
+                              "': it is a FIFO or socket, and a dump never waits for a reader; give a regular file\n";
+  const cli_result alone = run_cli({"--timeout=3000", t.pid_text(), "dump", fifo}, env);  // no reader: no wait
+  CHECK(alone.status == 1);
+  CHECK(alone.err == refusal);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a reader that never reads
+  REQUIRE(reader >= 0);
+  const cli_result read = run_cli({"--timeout=3000", t.pid_text(), "dump", fifo}, env);
+  CHECK(read.status == 1);
+  CHECK(read.err == refusal);
+  char byte;
+  CHECK(::read(reader, &byte, 1) == 0);  // nothing was written
+  ::close(reader);
+  const cli_result info = run_cli({t.pid_text(), "info"}, env);
+  CHECK(info.status == 0);
+  CHECK(info.out.rfind("pid " + t.pid_text() + "\n", 0) == 0);
+}
+
+TEST_CASE("an at-exit report to a FIFO with no reader goes to stderr at once", "[control][write_errors][threads]") {
+  temp_dir sockets;
+  const std::string fifo = sockets.path() + "/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const spawned p = spawn(target_path, {}, {{"ARENASTAT_AT_EXIT", "1"}, {"ARENASTAT_AT_EXIT_FILE", fifo}});
+  REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
+  ::close(p.in);
+  CHECK(wait_exit(p.pid, 5s) == 0);
+  const std::string err = read_all(p.err, 1s);
+  CHECK(err.rfind("arenastat: cannot open ARENASTAT_AT_EXIT_FILE '" + fifo +
+                      "': No such device or address (a FIFO with no reader: the report does not wait for one); "
+                      "printing the report to stderr\narenastat report",
+                  0) == 0);
+  ::close(p.out);
+  ::close(p.err);
+}
+
 namespace {
 
 struct full_run {

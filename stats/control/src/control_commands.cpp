@@ -68,8 +68,10 @@ std::string info_body() {
   const counters c = connection_counters();
   std::string out;
   out += "pid " + std::to_string(::getpid()) + "\n";
-  out += "program " + detail::program_name() + "\n";
-  out += "socket " + socket_path() + "\n";
+  // User data, escaped as in every text answer: a program name or socket
+  // directory with a newline must not add a line of its own.
+  out += "program " + detail::escape_text(detail::program_name()) + "\n";
+  out += "socket " + detail::escape_text(socket_path()) + "\n";
   out += "served " + std::to_string(c.served) + "\n";
   out += "refused " + std::to_string(c.refused) + "\n";
   out += "timed_out " + std::to_string(c.timed_out) + "\n";

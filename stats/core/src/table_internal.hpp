@@ -49,14 +49,6 @@ struct scope_run {
 // be stored (out of memory) is counted and reported as lost.
 void fold_scope(const scope_run& run) noexcept;
 
-// The common fold, a scope in a loop, with no scope_run built: the run named
-// `name` folds into the record the thread folded last (`memo`, still the
-// table's and of that name) without replacing its breakdown (its peak is below
-// the record's largest, or neither has tags or counters: `plain` says the run
-// has none). Returns false, folding nothing, in every other case (then
-// fold_scope does it all).
-bool fold_repeat(fold_cache& memo, std::string_view name, std::uint64_t peak, bool plain, double seconds,
-                 run_result result, std::uint64_t thread) noexcept;
 
 // Every account ever created, in creation order (the registry lives in account.cpp).
 std::vector<account*> all_accounts();

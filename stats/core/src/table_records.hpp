@@ -158,9 +158,15 @@ class table_lock {
   return same_name(r->name(), name) ? r : nullptr;
 }
 
-// The common fold, a scope in a loop (table_internal.hpp has the contract).
-[[gnu::always_inline]] inline bool fold_repeat(fold_cache& memo, std::string_view name, std::uint64_t peak, bool plain, double seconds,
-                 run_result result, std::uint64_t thread) noexcept {
+// The common fold, a scope in a loop, with no scope_run built: the run named
+// `name` folds into the record the thread folded last (`memo`, still the
+// table's and of that name) without replacing its breakdown (its peak is below
+// the record's largest, or neither has tags or counters: `plain` says the run
+// has none). Returns false, folding nothing, in every other case (then
+// fold_scope does it all).
+[[gnu::always_inline]] inline bool fold_repeat(fold_cache& memo, std::string_view name, std::uint64_t peak,
+                                               bool plain, double seconds, run_result result,
+                                               std::uint64_t thread) noexcept {
   scope_table& t = scope_table::get();
   table_lock lock(t);
   scope_record* const r = memo_hit(t, &memo, name);

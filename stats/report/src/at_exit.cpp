@@ -29,6 +29,7 @@
 #include "report_internal.hpp"
 #include "sys.hpp"
 #include "table_internal.hpp"
+#include "write_open.hpp"
 
 namespace arenastat {
 
@@ -141,10 +142,16 @@ void print_report_at_exit() noexcept {
       const std::vector<leak> section = options.format == report_format::prometheus ? std::vector<leak>{} : leaks;
       int fd = 2;
       if (to_file) {
-        fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-        if (fd < 0) {
-          write_all(2, "arenastat: cannot open ARENASTAT_AT_EXIT_FILE " + detail::quoted(file) +
-                           ": " + std::strerror(errno) + "; printing the report to stderr\n");
+        // Never waits at exit for a FIFO's reader: with none, the open fails
+        // (ENXIO); with one, the report is written to it as usual.
+        fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0666);
+        int err = fd < 0 ? errno : files::settle_nonblocking_open(fd, /*refuse_pipes=*/false);
+        if (err != 0) {
+          if (fd >= 0) ::close(fd);
+          write_all(2, "arenastat: cannot open ARENASTAT_AT_EXIT_FILE " + detail::quoted(file) + ": " +
+                           std::strerror(err) +
+                           (err == ENXIO ? " (a FIFO with no reader: the report does not wait for one)" : "") +
+                           "; printing the report to stderr\n");
           fd = 2;
         }
       }

@@ -126,11 +126,26 @@ class refused_path : public std::system_error {
 // must not truncate whatever a link planted in a shared directory points
 // at); a link of root's or of this process's euid is followed (write_open.hpp).
 // `shown` names the file in messages (shown_path).
+// A FIFO (or socket) is refused: the dump is written on the control server's
+// thread or the dump-signal thread, which must never wait for a reader (none
+// yet: the open fails with ENXIO; one that stops reading: the write would).
 int create_file(const std::string& path, const std::string& shown, bool exclusive) {
   const files::write_open opened =
-      files::open_to_write(path, O_WRONLY | O_CREAT | (exclusive ? O_EXCL : O_TRUNC), 0644);
-  if (opened.fd >= 0) return opened.fd;
+      files::open_to_write(path, O_WRONLY | O_CREAT | O_NONBLOCK | (exclusive ? O_EXCL : O_TRUNC), 0644);
+  const auto refuse_pipe = [&](int err) {
+    return refused_path(err, "dump: refusing to write " + shown +
+                                 ": it is a FIFO or socket, and a dump never waits for a reader; give a regular file");
+  };
+  if (opened.fd >= 0) {
+    if (const int err = files::settle_nonblocking_open(opened.fd, /*refuse_pipes=*/true); err != 0) {
+      ::close(opened.fd);
+      if (err == ESPIPE) throw refuse_pipe(err);
+      throw std::system_error(err, std::generic_category(), "dump: cannot create " + shown);
+    }
+    return opened.fd;
+  }
   if (exclusive && opened.error == EEXIST) return -1;
+  if (opened.error == ENXIO) throw refuse_pipe(ENXIO);
   if (opened.refused_link_owner) {
     throw refused_path(opened.error, "dump: refusing to write " + shown + ": " +
                                          files::refused_link_reason(*opened.refused_link_owner) +

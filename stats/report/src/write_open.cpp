@@ -51,6 +51,15 @@ write_open open_to_write(const std::string& path, int flags, mode_t mode) {
   return open_through(path, link, flags, mode);
 }
 
+int settle_nonblocking_open(int fd, bool refuse_pipes) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return errno;
+  if (refuse_pipes && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return ESPIPE;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) return errno;
+  return 0;
+}
+
 std::string refused_link_reason(uid_t owner) {
   return "it is a symbolic link owned by uid " + std::to_string(owner) + ", and only links owned by root or by uid " +
          std::to_string(::geteuid()) + " (the user writing) are followed";

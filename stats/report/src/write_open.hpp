@@ -31,6 +31,15 @@ struct write_open {
 // a pipe or terminal is not truncated, as a shell's '>' does not.
 write_open open_to_write(const std::string& path, int flags, mode_t mode);
 
+// For a writer that must never wait for a reader (the target's dumps and its
+// at-exit report): open with O_NONBLOCK, so that a FIFO with no reader fails
+// at once (ENXIO) instead of waiting for one, then settle the fd with this.
+// Returns 0 with O_NONBLOCK cleared again (writes to a terminal or device then
+// behave as usual); ESPIPE, leaving the fd open, when it is a FIFO or socket
+// and `refuse_pipes` (a reader that stops reading would then stop the writer);
+// or the errno of a failed fstat or fcntl.
+int settle_nonblocking_open(int fd, bool refuse_pipes);
+
 // Why a link was refused, for a message after the path:
 // "it is a symbolic link owned by uid 65534, and only links owned by root or
 // by uid 0 (the user writing) are followed".
