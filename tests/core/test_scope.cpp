@@ -296,6 +296,33 @@ TEST_CASE("bad scope names and counters are rejected clearly", "[scope]") {
   CHECK_THROWS_WITH(s.set_counter("c8", 1), Contains("already has 8 counters"));
 }
 
+TEST_CASE("counter names are byte strings: a NUL inside one ends nothing", "[scope]") {
+  using namespace std::string_literals;
+  {
+    scope s{"test/scope/nul-counters"};
+    s.set_counter("a\0x"s, 1);
+    s.set_counter("a\0y"s, 2);
+    s.set_counter("a"s, 3);
+    s.set_counter("a\0x"s, 4);  // the first counter again, not a fourth
+  }
+  const arenastat::entry e = test::find_entry("test/scope/nul-counters", entry_kind::scope);
+  REQUIRE(e.counters.size() == 3);
+  // Never allocated: no peak was reached with a value, so each shows its last value.
+  CHECK(e.counters[0] == arenastat::counter_value{"a\0x"s, 0, 4, false});
+  CHECK(e.counters[1] == arenastat::counter_value{"a\0y"s, 0, 2, false});
+  CHECK(e.counters[2] == arenastat::counter_value{"a"s, 0, 3, false});
+}
+
+TEST_CASE("errors naming a counter or scope escape them", "[scope]") {
+  scope s{"test/scope/\x1b[2J"};
+  CHECK_THROWS_WITH(s.set_counter("\x1b]0;title\x07 and far too long", 1),
+                    "arenastat::scope::set_counter: counter name '\\x1b]0;title\\x07 and far too long' must have 1 "
+                    "to 23 bytes, not 27");  // 1 + 3 + 5 + 1 + 17 bytes
+  for (int i = 0; i < 8; ++i) s.set_counter("c" + std::to_string(i), i);
+  CHECK_THROWS_WITH(s.set_counter("\x07", 1), "arenastat::scope::set_counter: scope 'test/scope/\\x1b[2J' already "
+                                              "has 8 counters; cannot add '\\x07'");
+}
+
 TEST_CASE("scopes nest 64 deep; the 65th is refused", "[scope]") {
   // Runs folded under this name before (the same process may run this test
   // case again): the 64 nested scopes add exactly 64.

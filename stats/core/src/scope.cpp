@@ -96,7 +96,8 @@ struct scope_access {
     alignas(detail::run_counter) unsigned char counter_bytes[sizeof(detail::run_counter) * scope::max_counters];
     auto* const counters = reinterpret_cast<detail::run_counter*>(counter_bytes);
     for (std::uint32_t i = 0; i < s.counter_count_; ++i)
-      std::construct_at(counters + i, detail::run_counter{s.counters_[i].name, s.counters_[i].at_peak,
+      std::construct_at(counters + i, detail::run_counter{{s.counters_[i].name, s.counters_[i].name_len},
+                                                          s.counters_[i].at_peak,
                                                           s.counters_[i].value, s.counters_[i].set_at_peak});
     const detail::thread_scopes& t = detail::tls_scopes;
     detail::scope_run run;
@@ -247,7 +248,7 @@ void credit_stamped(std::uint64_t first_id, std::uint64_t last_id, tag_id tag, s
 }
 
 [[noreturn, gnu::noinline, gnu::cold]] void throw_too_deep(std::string_view name) {
-  throw std::length_error("arenastat::scope '" + std::string(name) + "': more than " +
+  throw std::length_error("arenastat::scope '" + escape_text(name.substr(0, 200)) + "': more than " +
                           std::to_string(max_scope_depth) + " nested scopes on one thread");
 }
 
@@ -385,20 +386,22 @@ scope::~scope() {
 
 void scope::set_counter(std::string_view name, std::int64_t value) {
   for (std::uint32_t i = 0; i < counter_count_; ++i) {
-    if (name == counters_[i].name) {
+    if (name == std::string_view(counters_[i].name, counters_[i].name_len)) {
       counters_[i].value = value;
       return;
     }
   }
   if (name.empty() || name.size() > max_counter_name)
-    throw std::invalid_argument("arenastat::scope::set_counter: counter name '" + std::string(name) +
-                                "' must have 1 to " + std::to_string(max_counter_name) + " characters");
+    throw std::invalid_argument("arenastat::scope::set_counter: counter name '" +
+                                detail::escape_text(name.substr(0, 200)) + "' must have 1 to " +
+                                std::to_string(max_counter_name) + " bytes, not " + std::to_string(name.size()));
   if (counter_count_ == max_counters)
-    throw std::length_error("arenastat::scope::set_counter: scope '" + std::string(this->name()) + "' already has " +
-                            std::to_string(max_counters) + " counters; cannot add '" + std::string(name) + "'");
+    throw std::length_error("arenastat::scope::set_counter: scope '" + detail::escape_text(this->name().substr(0, 200)) +
+                            "' already has " + std::to_string(max_counters) + " counters; cannot add '" +
+                            detail::escape_text(name) + "'");
   counter& c = counters_[counter_count_++];
   std::memcpy(c.name, name.data(), name.size());
-  c.name[name.size()] = '\0';
+  c.name_len = static_cast<std::uint8_t>(name.size());
   c.value = value;
   c.at_peak = 0;  // no value at the peak until a peak is reached after this
   c.set_at_peak = false;

@@ -278,7 +278,6 @@ void check_name(std::string_view name, std::string_view who) {
 
 namespace {
 
-// What every run adds, whichever path folds it. Lock held.
 // Every other fold: a lookup, a new record, a new largest run whose
 // breakdown or counters replace the record's. `memo`: memo_hit's answer for
 // this run (null: look the name up). Lock held.

@@ -132,6 +132,7 @@ class table_lock {
   scope_table& t_;
 };
 
+// What every run adds, whichever path folds it. Lock held.
 [[gnu::always_inline]] inline void add_run(scope_record& r, std::uint64_t peak, double seconds, run_result result,
                                            std::uint64_t thread) noexcept {
   r.count += 1;

@@ -70,7 +70,8 @@ class scope {
   // Filled by set_counter (counters_[0, counter_count_) only: a scope that
   // sets none never writes them).
   struct counter {
-    char name[max_counter_name + 1];  // NUL-terminated
+    char name[max_counter_name];  // name_len bytes, any byte values (NUL too)
+    std::uint8_t name_len;
     std::int64_t value;    // last value set
     std::int64_t at_peak;  // value when the latest peak was reached
     bool set_at_peak;      // the counter existed when the latest peak was reached
