@@ -24,6 +24,20 @@ TEST_CASE("options after the command are kept trimmed", "[control][request]") {
   CHECK(r.value->arguments == "-s=10m   --json");
 }
 
+TEST_CASE("an echoed command or argument is escaped: C1 controls, bidi overrides and invalid UTF-8 as \\xNN",
+          "[control][request]") {
+  // U+009B (CSI as C1: c2 9b), U+202E (right-to-left override: e2 80 ae), a lone 0xff, a backslash.
+  const parse_result word = parse_request("\xc2\x9b" "31mX\\");
+  CHECK_FALSE(word.value);
+  CHECK(word.error == "unknown command '\\xc2\\x9b31mX\\\\' (try 'help')");
+  const parse_result argument = parse_request("info \xe2\x80\xae\xff");
+  CHECK_FALSE(argument.value);
+  CHECK(argument.error == "command 'info' takes no arguments, got '\\xe2\\x80\\xae\\xff'");
+  // Cut at 64 bytes inside a two-byte character: the half left is escaped, never sent raw.
+  const parse_result cut = parse_request(std::string(63, 'a') + "\xc3\xa9");
+  CHECK(cut.error == "unknown command '" + std::string(63, 'a') + "\\xc3' (try 'help')");
+}
+
 TEST_CASE("an unknown command is named in the error", "[control][request]") {
   const parse_result r = parse_request("stat --json");
   CHECK_FALSE(r.value);

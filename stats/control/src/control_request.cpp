@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "text_escape.hpp"
+
 namespace arenastat::wire {
 namespace {
 
@@ -104,11 +106,11 @@ parse_result parse_request(std::string_view line) {
 
   const command_info* info = find_command(word);
   if (info == nullptr) {
-    return fail("unknown command '" + single_line(word.substr(0, 64)) + "' (try 'help')");
+    return fail("unknown command '" + detail::escape_text(word.substr(0, 64)) + "' (try 'help')");
   }
   if (!info->takes_arguments && !rest.empty()) {
     return fail("command '" + std::string(info->name) + "' takes no arguments, got '" +
-                single_line(rest.substr(0, 64)) + "'");
+                detail::escape_text(rest.substr(0, 64)) + "'");
   }
   return {request{info->cmd, std::string(rest)}, {}};
 }
