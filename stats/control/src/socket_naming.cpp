@@ -14,9 +14,12 @@
 namespace arenastat::naming {
 namespace {
 
-// Digits only, 1 to 9 of them, value > 0.
+// A pid as the server writes it in a name (std::to_string): digits only, 1
+// to 9 of them, no leading zero, value > 0. "00001.sock" is not pid 1's
+// socket (the CLI would list a process it then cannot reach at "1.sock", and
+// the sweep would remove a live process's file on a dead pid's account).
 std::optional<long> parse_pid(std::string_view digits) {
-  if (digits.empty() || digits.size() > 9) return std::nullopt;
+  if (digits.empty() || digits.size() > 9 || digits.front() == '0') return std::nullopt;
   long pid = 0;
   for (const char c : digits) {
     if (c < '0' || c > '9') return std::nullopt;

@@ -31,10 +31,11 @@ std::string socket_path(std::string_view dir, long pid);
 // ".<pid>.tmp", the name the server binds before renaming it into place.
 std::string temporary_name(long pid);
 
-// The pid named by "<digits>.sock" (at most 9 digits, not 0), else nullopt.
+// The pid named by "<digits>.sock" (1 to 9 digits, no leading zero: as
+// socket_name writes it), else nullopt.
 std::optional<long> pid_of_socket_name(std::string_view name);
 
-// The pid named by ".<digits>.tmp", else nullopt.
+// The pid named by ".<digits>.tmp" (digits as above), else nullopt.
 std::optional<long> pid_of_temporary_name(std::string_view name);
 
 // The program name of `pid` (/proc/<pid>/comm, without its newline), "?" when

@@ -1,0 +1,32 @@
+// Socket and temporary file names are read back only in the form the server
+// writes them (socket_naming.hpp): the pid as std::to_string spells it.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "socket_naming.hpp"
+
+namespace naming = arenastat::naming;
+
+TEST_CASE("a socket name is a pid only as the server writes it", "[control][naming]") {
+  CHECK(naming::pid_of_socket_name("1.sock") == 1L);
+  CHECK(naming::pid_of_socket_name("999999999.sock") == 999999999L);
+  CHECK(naming::pid_of_socket_name(naming::socket_name(4242)) == 4242L);
+  // Leading zeros name no process: "00001.sock" is not where pid 1 listens ("1.sock").
+  CHECK_FALSE(naming::pid_of_socket_name("00001.sock"));
+  CHECK_FALSE(naming::pid_of_socket_name("0999999.sock"));
+  CHECK_FALSE(naming::pid_of_socket_name("0.sock"));
+  CHECK_FALSE(naming::pid_of_socket_name("1000000000.sock"));  // 10 digits
+  CHECK_FALSE(naming::pid_of_socket_name("+1.sock"));
+  CHECK_FALSE(naming::pid_of_socket_name(" 1.sock"));
+  CHECK_FALSE(naming::pid_of_socket_name(".sock"));
+  CHECK_FALSE(naming::pid_of_socket_name("1.sock.tmp"));
+}
+
+TEST_CASE("a temporary name is a pid only as the server writes it", "[control][naming]") {
+  CHECK(naming::pid_of_temporary_name(naming::temporary_name(4242)) == 4242L);
+  CHECK(naming::pid_of_temporary_name(".7.tmp") == 7L);
+  CHECK_FALSE(naming::pid_of_temporary_name(".007.tmp"));
+  CHECK_FALSE(naming::pid_of_temporary_name(".0.tmp"));
+  CHECK_FALSE(naming::pid_of_temporary_name("7.tmp"));
+}
