@@ -88,6 +88,30 @@ TEST_CASE("top: names are escaped as the reports escape them, in batch output", 
   CHECK(out.out.find('\x1b') == std::string::npos);
 }
 
+TEST_CASE("top: a name outside UTF-8 or holding U+FFFD reads as stats shows it", "[cli][top]") {
+  temp_dir dir;
+  target app(dir.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", dir.path()}};
+  REQUIRE(app.command("scope bad\xff 6000") == "done");
+  REQUIRE(app.command("scope real\xef\xbf\xbd 7000") == "done");
+  const cli_result top = run_cli({app.pid_text(), "top", "--batch", "-n", "1", "--sort=peak"}, env);
+  REQUIRE(top.status == 0);
+  const auto l = lines_of(top.out);
+  // The rows of the two scopes, whatever ties with the accounts' peaks do to the order.
+  const auto row_ending = [&](const std::string& shown) {
+    const auto it = std::find_if(l.begin(), l.end(), [&](const std::string& x) { return x.ends_with("scope   " + shown); });
+    return it == l.end() ? std::string() : *it;
+  };
+  CHECK(row_ending("real\xef\xbf\xbd") == "        -      7000          -      1   scope   real\xef\xbf\xbd");  // U+FFFD once
+  CHECK(row_ending("bad\\xff") == "        -      6000          -      1   scope   bad\\xff");
+  CHECK(top.out.find("\xef\xbf\xbd\xef\xbf\xbd") == std::string::npos);  // not doubled
+  CHECK(top.out.find("bad\xef\xbf\xbd") == std::string::npos);         // not the JSON's marking
+  const cli_result stats = run_cli({app.pid_text(), "stats"}, env);
+  REQUIRE(stats.status == 0);
+  CHECK(stats.out.find("bad\\xff") != std::string::npos);
+  CHECK(stats.out.find("real\xef\xbf\xbd\n") != std::string::npos);
+}
+
 TEST_CASE("html: the CLI writes the target's --html page to -o FILE or stdout", "[cli][html]") {
   temp_dir dir;
   target app(dir.path());

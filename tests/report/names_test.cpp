@@ -114,6 +114,33 @@ TEST_CASE("the JSON writer copies well-formed UTF-8 and doubles a literal U+FFFD
   CHECK(out == "\"\"");
 }
 
+TEST_CASE("unmark_utf8 gives back the bytes of a marked name", "[names][json]") {
+  using arenastat::detail::unmark_utf8;
+  const std::string r = "\xef\xbf\xbd";  // U+FFFD
+  CHECK(unmark_utf8("plain/name") == "plain/name");
+  CHECK(unmark_utf8("bad" + r + "ff") == "bad\xff");
+  CHECK(unmark_utf8("real" + r + r) == "real" + r);
+  CHECK(unmark_utf8(r + "00" + r + r + r + "c3") == std::string("\0", 1) + r + "\xc3");
+  // Not a marking (no two lowercase hex digits, or cut short): copied as it is.
+  CHECK(unmark_utf8("x" + r + "FF") == "x" + r + "FF");
+  CHECK(unmark_utf8("x" + r + "f") == "x" + r + "f");
+  CHECK(unmark_utf8("x" + r) == "x" + r);
+}
+
+TEST_CASE("a name read back from the JSON writer and unmarked is the name, for every byte value", "[names][json]") {
+  // What the CLI's top does with the stats --json answer: decode the JSON string, unmark it.
+  for (int b = 0; b < 256; ++b) {
+    for (const std::string& name : {std::string(1, static_cast<char>(b)), "a" + std::string(1, static_cast<char>(b)) + "z",
+                                    "\xef\xbf\xbd" + std::string(1, static_cast<char>(b))}) {
+      std::string out;
+      arenastat::detail::append_json_string(out, name);
+      const std::string decoded = nlohmann::json::parse(out).get<std::string>();
+      INFO(b);
+      CHECK(arenastat::detail::unmark_utf8(decoded) == name);
+    }
+  }
+}
+
 TEST_CASE("the JSON writer writes non-finite numbers as null", "[names][json]") {
   std::string out;
   arenastat::detail::json_writer w(out);

@@ -205,3 +205,18 @@ TEST_CASE("top: Ctrl-C ends the view while its first refresh waits on a stopped 
   CHECK(std::chrono::steady_clock::now() - start < 8s);
   ::kill(app.pid(), SIGCONT);
 }
+
+TEST_CASE("top: -n 2 ends the view by itself after its second refresh and restores the shell", "[tmux]") {
+  temp_dir dir;
+  target app(dir.path());
+  tmux_session t;
+  t.keys("ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() +
+         " top -d 0.5 -n 2; echo top-ended-$?");
+  t.key("Enter");
+  INFO(t.screen());
+  REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
+  // Two refreshes, each shown for 0.5 s: the view ends on its own, exit status 0.
+  CHECK(t.wait_for([](const std::string& s) { return s.find("top-ended-0") != std::string::npos; }));
+  CHECK(t.last().find("GROWTH/s") == std::string::npos);
+  CHECK(terminal_is_sane(t, "after-n"));
+}

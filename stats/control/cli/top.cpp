@@ -66,7 +66,7 @@ constexpr std::array top_table{
     opt::spec{.name = "--sort", .type = opt::kind::choice,
               .help = "order: live bytes (default), peak, growth per second", .choices = "live|peak|growth"},
     opt::spec{.name = "--batch", .help = "plain snapshots, also on a terminal", .alias = "-b"},
-    opt::spec{.name = "-n", .type = opt::kind::count, .value = "N", .help = "stop after N refreshes", .min = 1,
+    opt::spec{.name = "-n", .type = opt::kind::count, .value = "N", .help = "stop after N refreshes (a terminal shows the last one for one delay)", .min = 1,
               .max = 1000000000, .forms = opt::next_word | opt::attached},
     opt::spec{.name = "--top", .type = opt::kind::count, .value = "N",
               .help = "at most N rows (default: the rows that fit)", .min = 1, .max = 100000},
@@ -273,10 +273,12 @@ std::string process_line(const frame& f, bool h) {
 
 // ------------------------------------------------------------------ batch
 
-// A row's name as the reports print it (the answer's JSON gives the raw
-// bytes): escape_text, so a name cannot end a line, move the cursor or forge a
-// row, in the batch output and on the screen alike.
-std::string shown_name(const row& r) { return detail::escape_text(r.name); }
+// A row's name as the text reports print it: the answer's JSON string marks
+// invalid bytes (U+FFFD and two hex digits; a literal U+FFFD twice), so the
+// name is unmarked back to its bytes first, then escape_text'ed, so a name
+// cannot end a line, move the cursor or forge a row, in the batch output and
+// on the screen alike ("bad\xff" reads as `stats` shows it, not "bad\uFFFDff").
+std::string shown_name(const row& r) { return detail::escape_text(detail::unmark_utf8(r.name)); }
 
 int run_batch(long pid, const top_options& o, sampler& s) {
   const std::size_t rows = static_cast<std::size_t>(o.rows.value_or(20));
@@ -494,11 +496,15 @@ int run_terminal(long pid, const top_options& o, sampler& s) {
   const interruption watch{.fds = {STDIN_FILENO, wake_pipe[0]}, .stop = [&] { return handle_input(v, 0); }};
   frame last;
   bool have = false;
+  long refreshes = 0;  // -n N: the view ends when the N-th refresh has been shown for one delay
   for (;;) {
     auto [width, height] = terminal::size();
     const std::size_t rows = static_cast<std::size_t>(std::max(1, height - 4));
     if (v.force || (!v.paused && std::chrono::steady_clock::now() >= v.next)) {
+      const bool timed = !v.force;  // not a fetch again for a new order
+      if (timed && o.iterations && refreshes >= *o.iterations) return exit_ok;
       v.force = false;
+      if (timed) ++refreshes;
       try {
         last = s.sample(v.sort, o.rows ? std::min<std::size_t>(rows, static_cast<std::size_t>(*o.rows)) : rows, watch);
       } catch (const interrupted&) {

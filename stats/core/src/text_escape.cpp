@@ -102,4 +102,35 @@ void append_marked_byte(std::string& out, unsigned char c) {
   out += digits[c & 15];
 }
 
+std::string unmark_utf8(std::string_view marked) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(marked.size());
+  const std::size_t mark = replacement_character.size();
+  for (std::size_t i = 0; i < marked.size();) {
+    const std::size_t at = marked.find(replacement_character, i);
+    if (at == std::string_view::npos) {
+      out.append(marked.substr(i));
+      break;
+    }
+    out.append(marked.substr(i, at - i));
+    const std::string_view rest = marked.substr(at + mark);
+    if (rest.starts_with(replacement_character)) {  // a literal U+FFFD, written twice
+      out.append(replacement_character);
+      i = at + 2 * mark;
+    } else if (rest.size() >= 2 && hex(rest[0]) >= 0 && hex(rest[1]) >= 0) {  // a byte
+      out += static_cast<char>(hex(rest[0]) * 16 + hex(rest[1]));
+      i = at + mark + 2;
+    } else {  // not a marking: kept as it is
+      out.append(replacement_character);
+      i = at + mark;
+    }
+  }
+  return out;
+}
+
 }  // namespace arenastat::detail

@@ -56,5 +56,10 @@ std::size_t utf8_sequence(std::string_view s) noexcept;
 inline constexpr std::string_view replacement_character = "\xef\xbf\xbd";  // U+FFFD
 bool needs_utf8_marking(std::string_view s) noexcept;
 void append_marked_byte(std::string& out, unsigned char c);
+// The name a marked string was made from (a reader of the JSON answer, such
+// as the CLI's top, shows names as the text reports do): U+FFFD U+FFFD is one
+// U+FFFD, U+FFFD and two lowercase hex digits the byte they spell; anything
+// else, including a U+FFFD followed by neither, is copied unchanged.
+std::string unmark_utf8(std::string_view marked);
 
 }  // namespace arenastat::detail
