@@ -92,3 +92,24 @@ TEST_CASE("info escapes the program name and the socket path: a newline in eithe
                         t.pid_text() + ".sock\nserved ",
                     0) == 0);
 }
+
+TEST_CASE("a relative ARENASTAT_SOCKET_DIR is refused by the server and by the CLI", "[control][naming][threads]") {
+  temp_dir cwd;
+  const spawned p =
+      spawn(target_path, {}, {{"ARENASTAT_CONTROL", "1"}, {"ARENASTAT_SOCKET_DIR", "rel/dir"}}, cwd.path());
+  CHECK(read_line(p.out).rfind("ready ", 0) == 0);
+  ::close(p.in);
+  CHECK(wait_exit(p.pid) == 0);
+  const std::string reason =
+      "it is a relative path; it must be absolute (the program and the arenastat CLI would each resolve it from "
+      "their own working directory)";
+  CHECK(read_all(p.err, 1s) == "arenastat control: socket directory 'rel/dir' (ARENASTAT_SOCKET_DIR): " + reason +
+                                   "; the control server is off\n");
+  ::close(p.out);
+  ::close(p.err);
+  struct stat st {};
+  CHECK(::stat((cwd.path() + "/rel").c_str(), &st) != 0);  // nothing created in the program's directory
+  const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", "rel/dir"}}, cwd.path());
+  CHECK(r.status == 4);
+  CHECK(r.err == "arenastat: refusing socket directory 'rel/dir' (ARENASTAT_SOCKET_DIR): " + reason + "\n");
+}

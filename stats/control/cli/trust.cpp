@@ -34,6 +34,9 @@ std::string shown_path(const std::string& path) { return detail::quoted(path); }
 
 std::optional<trusted_dir> trusted_dir::open(const std::string& path, const expected_owner& owner) {
   const std::string what = "refusing socket directory " + shown_dir(path) + ": ";
+  if (const std::string problem = naming::socket_dir_problem(path); !problem.empty()) {
+    throw failure{exit_refused, what + problem};
+  }
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;

@@ -515,6 +515,10 @@ std::string start(const options& opts) {
 
   std::string dir = opts.socket_dir.empty() ? default_socket_dir() : opts.socket_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (const std::string problem = naming::socket_dir_problem(dir); !problem.empty()) {
+    fail("socket directory " + detail::quoted(dir) + (opts.socket_dir.empty() ? naming::socket_dir_origin() : "") +
+         ": " + problem);
+  }
   const std::string path = naming::socket_path(dir, ::getpid());
   if (path.size() >= sizeof(sockaddr_un::sun_path)) {
     fail("socket path " + detail::quoted(path) + " is longer than " + std::to_string(sizeof(sockaddr_un::sun_path) - 1) +

@@ -54,6 +54,14 @@ std::string socket_dir(uid_t uid) {
   return "/tmp/arenastat-" + std::to_string(uid);
 }
 
+std::string socket_dir_problem(std::string_view dir) {
+  if (dir.empty() || dir.front() != '/') {
+    return "it is a relative path; it must be absolute (the program and the arenastat CLI would each resolve it "
+           "from their own working directory)";
+  }
+  return {};
+}
+
 std::string socket_dir_origin() {
   const char* env = std::getenv("ARENASTAT_SOCKET_DIR");
   return env != nullptr && *env != '\0' ? " (ARENASTAT_SOCKET_DIR)" : "";

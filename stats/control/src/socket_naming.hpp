@@ -20,6 +20,11 @@ namespace arenastat::naming {
 // the uid that owns the target process.
 std::string socket_dir(uid_t uid);
 
+// Why a socket directory cannot be used, or "" when it can: a relative path
+// (the program and the CLI would each take it from their own working
+// directory, so the CLI would look elsewhere). Both sides refuse it.
+std::string socket_dir_problem(std::string_view dir);
+
 // " (ARENASTAT_SOCKET_DIR)" when socket_dir() takes the directory from that
 // variable, else "": a message naming the directory says where it came from.
 std::string socket_dir_origin();
