@@ -2,12 +2,14 @@
 // sample entries, the scope grouping and its bound on series, escaping, the
 // OpenMetrics variant, Accept negotiation, --prometheus and atomic files.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <set>
@@ -557,6 +559,43 @@ TEST_CASE("prometheus: a temporary left by a killed run with the same pid does n
   expected.push_back("m.prom");
   std::sort(expected.begin(), expected.end());
   CHECK(files_in(dir) == expected);
+  for (const std::string& n : files_in(dir)) std::remove((dir + "/" + n).c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("prometheus: a write removes its file's temporaries left over 10 minutes ago, and nothing else",
+          "[prometheus]") {
+  char dir_template[] = "/tmp/arenastat-prom-XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template, path = dir + "/m.prom";
+  const auto plant = [&](const std::string& name, long age_s) {
+    std::ofstream(dir + "/" + name) << "stale";
+    const timespec t[2] = {{::time(nullptr) - age_s, 0}, {::time(nullptr) - age_s, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, (dir + "/" + name).c_str(), t, 0) == 0);
+  };
+  const std::string hex = "0123456789abcdef";
+  plant(".m.prom.tmp.123." + hex, 11 * 60);          // a killed writer's, 11 minutes old: removed
+  plant(".m.prom.tmp.4." + hex, 60 * 60);            // removed
+  plant(".m.prom.tmp.124." + hex, 9 * 60);           // 9 minutes: a writer may still be at it
+  plant(".m.prom.tmp.125.0123456789abcdeF", 3600);   // not a name this writer makes
+  plant(".m.prom.tmp.x." + hex, 3600);               // nor this
+  plant(".m.prom.tmp.126." + hex + "0", 3600);       // nor this (17 hex digits)
+  plant(".n.prom.tmp.127." + hex, 3600);             // another file's
+  plant("m.prom.tmp.128." + hex, 3600);              // no leading dot
+  const std::string target = dir + "/target";
+  std::ofstream(target) << "keep";
+  const std::string link = ".m.prom.tmp.129." + hex;  // a symbolic link is never removed
+  REQUIRE(::symlink(target.c_str(), (dir + "/" + link).c_str()) == 0);
+  write_file_atomically(path, "fresh\n");
+  CHECK(contents_of(path) == "fresh\n");
+  std::vector<std::string> expected{".m.prom.tmp.124." + hex, ".m.prom.tmp.125.0123456789abcdeF",
+                                    ".m.prom.tmp.x." + hex,   ".m.prom.tmp.126." + hex + "0",
+                                    ".n.prom.tmp.127." + hex, "m.prom.tmp.128." + hex,
+                                    link,                     "target",
+                                    "m.prom"};
+  std::sort(expected.begin(), expected.end());
+  CHECK(files_in(dir) == expected);
+  CHECK(contents_of(target) == "keep");
   for (const std::string& n : files_in(dir)) std::remove((dir + "/" + n).c_str());
   ::rmdir(dir.c_str());
 }

@@ -2,6 +2,7 @@
 // text format 0.0.4 and OpenMetrics 1.0.0, the scope grouping, atomic files.
 #include "arenastat/prometheus.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -463,6 +464,53 @@ temporary_file create_temporary_beside(const std::string& path) {
                               " random names taken, the last " + detail::quoted(temp) + ")");
 }
 
+// Whether `name` is a temporary create_temporary_beside made for the file
+// `base`: ".<base>.tmp.<digits>.<16 lowercase hex digits>".
+bool is_temporary_of(std::string_view name, std::string_view base) {
+  const std::string prefix = "." + std::string(base) + ".tmp.";
+  if (!name.starts_with(prefix)) return false;
+  name.remove_prefix(prefix.size());
+  const std::size_t dot = name.find('.');
+  if (dot == 0 || dot == std::string_view::npos || name.size() - dot - 1 != 16) return false;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool ok = i < dot ? (c >= '0' && c <= '9') : i == dot || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Removes the temporaries of `path` that writers killed mid-write left: named
+// as this writer names its own, regular files of this effective uid, last
+// changed over stale_temporary_age ago (a live writer's temporary is seconds
+// old, in any pid namespace). Best effort: errors are ignored.
+constexpr std::chrono::seconds stale_temporary_age{600};
+void remove_stale_temporaries(const std::string& path) noexcept {
+  try {
+    const std::size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? std::string(".") : path.substr(0, slash == 0 ? 1 : slash);
+    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return;
+    DIR* d = ::fdopendir(dfd);
+    if (d == nullptr) {
+      ::close(dfd);
+      return;
+    }
+    const auto now = std::chrono::system_clock::now();
+    while (const dirent* e = ::readdir(d)) {
+      if (!is_temporary_of(e->d_name, base)) continue;
+      struct stat st {};
+      if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
+        continue;
+      const auto changed = std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec);
+      if (now - changed > stale_temporary_age) ::unlinkat(dfd, e->d_name, 0);
+    }
+    ::closedir(d);  // closes dfd
+  } catch (...) {
+  }
+}
+
 }  // namespace
 
 void write_file_atomically(const std::string& path, std::string_view text) {
@@ -479,6 +527,7 @@ void write_file_atomically(const std::string& path, std::string_view text) {
   }
   if (::close(fd) != 0) fail(errno, "metrics: cannot write " + detail::quoted(temp));
   if (::rename(temp.c_str(), path.c_str()) != 0) fail(errno, "metrics: cannot rename " + detail::quoted(temp) + " to " + detail::quoted(path));
+  remove_stale_temporaries(path);
 }
 
 std::optional<bool> parse_dump_format(std::string_view value) noexcept {

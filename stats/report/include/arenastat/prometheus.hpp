@@ -95,7 +95,9 @@ metrics_format metrics_format_for_accept(std::string_view accept);
 // (.<name>.tmp.<pid>.<16 random hex digits>, created with O_EXCL, so a
 // temporary left by a killed run never blocks a later one), then rename(2)
 // over `path`. Throws std::system_error naming the path on failure (the
-// temporary is removed).
+// temporary is removed). After a write, temporaries of the same `path` left by
+// writers killed mid-write are removed: named as above, regular files of this
+// effective uid, last changed more than 10 minutes ago.
 void write_file_atomically(const std::string& path, std::string_view text);
 
 // An ARENASTAT_DUMP_FORMAT value: "text" (or empty) -> false, "prometheus"
