@@ -293,3 +293,64 @@ TEST_CASE("page: an overflow row is drawn as such", "[browser]") {
   CHECK(row.find("runs: 40") != std::string::npos);
   CHECK(dom.find("1 row(s) stand for 7 entries folded beyond the table cap of 1") != std::string::npos);
 }
+
+TEST_CASE("page: names nested 45 levels deep draw at most 3,000 boxes and 300 '+1' boxes below them", "[browser]") {
+  ::mkdir(artifacts.c_str(), 0755);
+  // 300 chains n<i>/a/a/.../a of 45 levels, equal peaks: 300 x 45 = 13,500 boxes drawn one by one.
+  std::vector<arenastat::entry> entries;
+  for (int i = 0; i < 300; ++i) {
+    arenastat::entry e;
+    e.name = "n" + std::to_string(i);
+    for (int level = 1; level < 45; ++level) e.name += "/a";
+    e.peak_bytes = 4096;
+    e.count = 1;
+    e.result = "ok";
+    entries.push_back(std::move(e));
+  }
+  const std::string page = artifacts + "/deep-names.html";
+  write_file(page, arenastat::render_report(entries, arenastat::process_info{}, arenastat::parse_report_options("--html")));
+  const std::string dom = dump_dom(page, "", false);
+  const std::string body = tag_with(dom, "<body");
+  REQUIRE(body.find("data-ready=\"1\"") != std::string::npos);
+  const int cells = std::stoi(attribute(body, "data-cells"));
+  // Breadth first: every box drawn one by one fits the budget (at most 3,000), and
+  // each chain cut short ends in one '+1' box (at most one per chain: 300).
+  CHECK(cells >= 3000 - 300);
+  CHECK(cells <= 3000 + 300);
+  CHECK(dom.find(">+1</div>") != std::string::npos);
+  CHECK(dom.find("not drawn (the page draws 3000 boxes at most)") != std::string::npos);
+}
+
+TEST_CASE("page: tags named like JavaScript's object members are colours like any other", "[browser]") {
+  ::mkdir(artifacts.c_str(), 0755);
+  std::vector<arenastat::entry> entries;
+  const std::vector<std::string> tags{"__proto__", "cache", "constructor", "toString"};
+  for (std::size_t i = 0; i < tags.size(); ++i) {
+    arenastat::entry e;
+    e.name = "job/" + std::to_string(i);
+    e.peak_bytes = 1000 * (i + 1);
+    e.at_peak = {{tags[i], static_cast<std::int64_t>(e.peak_bytes)}};
+    e.count = 1;
+    e.result = "ok";
+    entries.push_back(std::move(e));
+  }
+  const std::string page = artifacts + "/member-tags.html";
+  write_file(page, arenastat::render_report(entries, arenastat::process_info{}, arenastat::parse_report_options("--html")));
+  const std::string dom = dump_dom(page, "#color=tag", false);
+  REQUIRE(dom.find("data-ready=\"1\"") != std::string::npos);
+  // The legend has the four tags in name order, each with its own hue (the palette's first four).
+  const std::vector<std::string> hues{"212", "28", "130", "0"};
+  std::size_t at = dom.find("id=\"legend\"");
+  REQUIRE(at != std::string::npos);
+  for (std::size_t i = 0; i < tags.size(); ++i) {
+    INFO(tags[i]);
+    CHECK(dom.find("<span style=\"--c: hsl(" + hues[i] + ",60%,58%);\">" + tags[i] + "</span>", at) != std::string::npos);
+  }
+  // No entry's box is the grey of "no tag" (hsl(0,0%,80%), rgb(204, 204, 204)).
+  for (std::size_t i = 0; i < tags.size(); ++i) {
+    const std::string box = tag_with(dom, "data-path=\"job/" + std::to_string(i) + "\"");
+    INFO(box);
+    REQUIRE(!box.empty());
+    CHECK(box.find("rgb(204, 204, 204)") == std::string::npos);
+  }
+}

@@ -10,7 +10,7 @@
   var data = meta.report;
   var diff = meta.mode === 'diff';
   var $ = function (id) { return document.getElementById(id); };
-  var ROW = 22, MIN_PX = 3, MAX_DEPTH = 40;
+  var ROW = 22, MIN_PX = 3, MAX_DEPTH = 40, MAX_CELLS = 3000;
 
   // ------------------------------------------------------------ formatting
   function human(v) {
@@ -23,6 +23,12 @@
     return (neg ? '-' : '') + s + units[i];
   }
   function bytes(v) { return v + ' B (' + human(v) + ')'; }
+  // A JSON number with `digits` decimals; '-' for null (the JSON report
+  // writes a non-finite number as null).
+  function fixed(v, digits) { return typeof v === 'number' ? v.toFixed(digits) : '-'; }
+  // Own keys only: a tag or counter named "constructor" or "__proto__" is a
+  // name like any other, never a member every object inherits.
+  function has(o, k) { return Object.prototype.hasOwnProperty.call(o, k); }
   function signed(v) { return (v > 0 ? '+' : '') + v; }
   function sbytes(v) { return signed(v) + ' B (' + (v > 0 ? '+' : '') + human(v) + ')'; }
   function el(tag, cls, text) {
@@ -103,7 +109,7 @@
   }
   function tagTotals(n) {
     if (n.tags) return n.tags;
-    var t = {};
+    var t = Object.create(null);
     var own = [n.entry].concat(n.extra || []);
     for (var k = 0; k < own.length; ++k) {
       if (!own[k]) continue;
@@ -129,7 +135,7 @@
   var tagHue = null;
   function hueOf(tag) {
     if (!tagHue) {
-      tagHue = {};
+      tagHue = Object.create(null);
       Object.keys(tagTotals(root)).sort().forEach(function (t, i) { tagHue[t] = PALETTE[i % PALETTE.length]; });
     }
     return tag in tagHue ? tagHue[tag] : 0;
@@ -154,7 +160,9 @@
   function rowsOf(n) {
     var rows = [], e = n.entry;
     if (n.rest) {
-      rows.push([n.count + ' smaller names, together', isCount() ? String(n.value) : bytes(n.value)]);
+      rows.push([n.count + (n.unbudgeted ? ' names below, not drawn (the page draws ' + MAX_CELLS + ' boxes at most)'
+                                         : ' smaller names') + ', together',
+                 isCount() ? String(n.value) : bytes(n.value)]);
       rows.push(['', 'click to zoom into ' + fullName(n.parent)]);
       return rows;
     }
@@ -169,7 +177,7 @@
       rows.push(['runs', String(e.count)]);
       rows.push(['limit hits (oom)', String(e.oom_count)]);
       rows.push(['errors', String(e.err_count)]);
-      rows.push(['time', e.time_s.toFixed(6) + ' s total']);
+      rows.push(['time', fixed(e.time_s, 6) + ' s total']);
     } else if (e && !diff) {
       rows.push(['kind', e.kind]);
       rows.push(['peak', bytes(e.peak_bytes)]);
@@ -187,11 +195,11 @@
         rows.push(['last peak', bytes(e.last_peak_bytes)]);
         var cs = e.counters || {};
         var cl = e.counters_last || {};
-        for (var c in cs) rows.push(['counter ' + c, String(cs[c]) + (c in cl && cl[c] !== cs[c] ? ' (last ' + cl[c] + ')' : '')]);
+        for (var c in cs) rows.push(['counter ' + c, String(cs[c]) + (has(cl, c) && cl[c] !== cs[c] ? ' (last ' + cl[c] + ')' : '')]);
         rows.push(['result (latest run)', e.result || '-']);
         rows.push(['limit hits (oom)', String(e.oom_count)]);
         rows.push(['errors', String(e.err_count)]);
-        rows.push(['time', e.time_s.toFixed(6) + ' s total, ' + e.last_time_s.toFixed(6) + ' s last']);
+        rows.push(['time', fixed(e.time_s, 6) + ' s total, ' + fixed(e.last_time_s, 6) + ' s last']);
         rows.push(['thread', String(e.thread)]);
       }
     } else if (e && diff) {
@@ -274,6 +282,10 @@
     var frag = document.createDocumentFragment();
     cells = [];
     var maxDepth = 0;
+    // Breadth first, so that the budget of MAX_CELLS boxes keeps the top
+    // levels whole: names nested deep would otherwise draw a box per level
+    // each (300 names 45 levels deep: 11,702 boxes).
+    var queue = [];
     function place(n, x, w, depth) {
       var d = el('div', 'cell');
       d.style.left = x.toFixed(2) + 'px';
@@ -294,6 +306,11 @@
       frag.appendChild(d);
       if (depth > maxDepth) maxDepth = depth;
       if (depth >= MAX_DEPTH || n.value <= 0) return;
+      var below = n.value - n.own;           // what the kids hold together
+      if (below > 0 && cells.length + queue.length - next + n.kids.length > MAX_CELLS) {
+        placeRest(n, n.kids.length, below, x, w * below / n.value, depth + 1, true);
+        return;                               // over budget: one box zooms into them
+      }
       var cx = x;
       for (var i = 0; i < n.kids.length; ++i) {
         var c = n.kids[i];
@@ -305,26 +322,32 @@
           if (rw >= 1 && rest > 0) placeRest(n, n.kids.length - i, rest, cx, rw, depth + 1);
           break;
         }
-        place(c, cx, cw, depth + 1);
+        queue.push([c, cx, cw, depth + 1]);
         cx += cw;
       }
     }
     // One box for the names too narrow to draw: clicking it zooms into their parent.
-    function placeRest(parent, count, value, x, w, depth) {
+    // `unbudgeted`: they are not drawn because the page has drawn MAX_CELLS boxes.
+    function placeRest(parent, count, value, x, w, depth, unbudgeted) {
       var d = el('div', 'cell rest' + (w < 24 ? ' narrow' : ''), '+' + count);
       d.style.left = x.toFixed(2) + 'px';
       d.style.top = (depth * ROW) + 'px';
       d.style.width = w.toFixed(2) + 'px';
       d.style.background = 'hsl(0,0%,86%)';
       var pseudo = { rest: true, parent: parent, label: '+' + count, kids: [], entry: null, value: value,
-                     count: count, path: parent.path, group: parent.group };
+                     count: count, path: parent.path, group: parent.group, unbudgeted: !!unbudgeted };
       d.title = titleOf(pseudo);
       d.setAttribute('data-i', String(cells.length));
       cells.push(pseudo);
       frag.appendChild(d);
       if (depth > maxDepth) maxDepth = depth;
     }
-    if (top.value > 0) place(top, 0, width, 0);
+    var next = 0;
+    if (top.value > 0) queue.push([top, 0, width, 0]);
+    while (next < queue.length) {
+      var q = queue[next++];
+      place(q[0], q[1], q[2], q[3]);
+    }
     chart.textContent = '';
     chart.style.height = ((maxDepth + 1) * ROW + 4) + 'px';
     chart.appendChild(frag);
@@ -408,7 +431,7 @@
     }
     var tt = $('totals');
     if (diff) {
-      if (data.baseline && data.baseline.time) fig(tt, 'baseline', data.baseline.time + ' (' + data.baseline.age_s.toFixed(1) + ' s ago)');
+      if (data.baseline && data.baseline.time) fig(tt, 'baseline', data.baseline.time + ' (' + fixed(data.baseline.age_s, 1) + ' s ago)');
       var T = data.total;
       fig(tt, 'live', human(T.live.after) + ' (' + (T.live.change >= 0 ? '+' : '') + human(T.live.change) + ')');
       fig(tt, 'peak', human(T.peak.after) + ' (' + (T.peak.change >= 0 ? '+' : '') + human(T.peak.change) + ')');
