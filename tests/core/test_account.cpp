@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <memory_resource>
 #include <mutex>
@@ -446,4 +447,46 @@ TEST_CASE("a second tag declared while another thread raises the peak keeps the 
     CHECK(t.at_peak[0].tag == "heap");
     CHECK(t.at_peak[0].bytes == 4000 * 64);
   }
+}
+
+TEST_CASE("an account's peak lags by at most 32 KiB per other thread holding growth", "[account][threads]") {
+  // docs/concepts.md, "Accounts": a thread holds back up to hold_back = 32 KiB of
+  // growth, idle or not, and the other threads' peak checks do not see it.
+  constexpr int threads = 8;
+  constexpr std::size_t each = 30000;  // below 32 KiB: never published
+  static_assert(each <= account::flush_threshold / 2);
+  tracking_resource r{"test.account.held-growth"};
+  std::vector<std::thread> workers;
+  std::mutex m;
+  std::condition_variable cv;
+  int allocated = 0;
+  bool release = false;
+  for (int i = 0; i < threads; ++i) {
+    workers.emplace_back([&, i] {
+      void* p = r.allocate(each);
+      std::unique_lock lock(m);
+      ++allocated;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+      lock.unlock();
+      r.deallocate(p, each);
+    });
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return allocated == i + 1; });  // one after another, never at the same time
+  }
+  const auto held = r.tracked_account().totals();
+  CHECK(held.live_bytes == threads * static_cast<std::int64_t>(each));  // live is exact at rest
+  // The first thread published a peak of 30,000; each later one saw the shared
+  // counter (0) plus its own 30,000, never a new peak: the documented lag.
+  CHECK(held.peak_bytes == each);
+  CHECK(held.live_bytes - static_cast<std::int64_t>(held.peak_bytes) <= (threads - 1) * account::flush_threshold / 2);
+  {
+    std::lock_guard lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& w : workers) w.join();
+  const auto after = r.tracked_account().totals();
+  CHECK(after.live_bytes == 0);
+  CHECK(after.peak_bytes == each);
 }

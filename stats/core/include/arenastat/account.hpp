@@ -13,8 +13,11 @@
 // unpublished bytes may reach before a new peak could be due (peak - shared
 // live, looked up again by every slow-path allocation and after reset_peak),
 // so the peak never exceeds the true peak and lags it by at most
-// flush_threshold bytes per other thread allocating at the same time; with
-// one thread the peak is exact.
+// flush_threshold / 2 bytes per other thread holding unpublished growth: a
+// thread that allocated and then went idle keeps up to that much unpublished
+// until it next frees more than it holds back or passes its limit (8 threads
+// allocating 30,000 bytes each, one after another, leave the peak at 30,000
+// with 240,000 live). With one thread the peak is exact.
 // (A thread that frees more than it allocates, e.g. a consumer of another
 // thread's blocks, therefore pays one relaxed atomic add per free.)
 // Totals are exact whenever the threads are at rest.
@@ -132,9 +135,10 @@ struct account_totals {
 
 class account {
  public:
-  // The peak's lag bound: it lags the true peak by at most this many bytes per
-  // other thread allocating at the same time (each thread holds back at most
-  // half of it from the shared counter; see sync_limit).
+  // Twice the peak's lag bound per thread: each thread holds back at most half
+  // of it from the shared counter (hold_back), and the peak lags the true peak
+  // by at most that per other thread holding unpublished growth, idle or not
+  // (see sync_limit).
   static constexpr std::int64_t flush_threshold = 64 * 1024;
 
   // The account named `name`, created on first use. Thread-safe; never destroyed.
