@@ -153,6 +153,12 @@ TEST_CASE("metrics: the endpoint serves /metrics only", "[control][metrics][thre
   const int port = metrics_port_of(t, sockets);
   REQUIRE(port > 0);
   CHECK_THAT(get(port, "/"), StartsWith("HTTP/1.1 404 Not Found\r\n"));
+  // Another method: 405, saying which ones are allowed (RFC 9110).
+  const std::string post = http(port, "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  CHECK_THAT(post, StartsWith("HTTP/1.1 405 Method Not Allowed\r\n"));
+  CHECK_THAT(post, Contains("\r\nAllow: GET, HEAD\r\n"));
+  // The Accept header's media type is matched without regard to case.
+  CHECK_THAT(get(port, "/metrics", "APPLICATION/OPENMETRICS-TEXT"), EndsWith("\n# EOF\n"));
 }
 
 TEST_CASE("metrics: a port in use gives one warning and the program runs on", "[control][metrics][threads]") {

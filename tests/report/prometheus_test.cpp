@@ -476,6 +476,9 @@ TEST_CASE("prometheus: Accept chooses OpenMetrics only when it is preferred", "[
                                   "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1") ==
         metrics_format::openmetrics);
   CHECK(metrics_format_for_accept("") == metrics_format::text);
+  // Media types are case-insensitive.
+  CHECK(metrics_format_for_accept("APPLICATION/OpenMetrics-Text; Q=0.9, Text/Plain;q=0.5") == metrics_format::openmetrics);
+  CHECK(metrics_format_for_accept("application/openmetrics-text;q=0.5,TEXT/PLAIN") == metrics_format::text);
   CHECK(metrics_format_for_accept("*/*") == metrics_format::text);
   CHECK(metrics_format_for_accept("text/plain;version=0.0.4") == metrics_format::text);
   CHECK(metrics_format_for_accept("application/openmetrics-text;q=0") == metrics_format::text);

@@ -60,11 +60,14 @@ std::atomic<int> served_port{0};
 std::atomic<unsigned> served_depth{1};
 std::atomic<std::uint64_t> scrape_count{0};
 
-void send_text(mg_connection* c, int status, std::string_view reason, std::string_view body) {
+// `extra`: more header lines, each ending in CRLF.
+void send_text(mg_connection* c, int status, std::string_view reason, std::string_view body,
+               std::string_view extra = {}) {
   mg_printf(c,
             "HTTP/1.1 %d %.*s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
-            "Connection: close\r\n\r\n",
-            status, static_cast<int>(reason.size()), reason.data(), body.size());
+            "%.*sConnection: close\r\n\r\n",
+            status, static_cast<int>(reason.size()), reason.data(), body.size(), static_cast<int>(extra.size()),
+            extra.data());
   mg_write(c, body.data(), body.size());
 }
 
@@ -78,7 +81,7 @@ int on_request(mg_connection* c) {
   }
   const bool head = method == "HEAD";
   if (method != "GET" && !head) {
-    send_text(c, 405, "Method Not Allowed", "GET /metrics\n");
+    send_text(c, 405, "Method Not Allowed", "GET /metrics\n", "Allow: GET, HEAD\r\n");  // RFC 9110: 405 says what is allowed
     return 405;
   }
   const char* accept = mg_get_header(c, "Accept");

@@ -400,7 +400,7 @@ metrics_format metrics_format_for_accept(std::string_view accept) {
       while (!params.empty()) {
         const std::size_t next = params.find(';');
         const std::string_view p = trim(params.substr(0, next));
-        if (p.starts_with("q=")) {
+        if (p.starts_with("q=") || p.starts_with("Q=")) {
           const std::string_view v = p.substr(2);
           double parsed = 0;
           const auto r = std::from_chars(v.data(), v.data() + v.size(), parsed);
@@ -410,8 +410,14 @@ metrics_format metrics_format_for_accept(std::string_view accept) {
         params.remove_prefix(next + 1);
       }
     }
-    if (type == "application/openmetrics-text") om_q = std::max(om_q, q);
-    else if (type == "text/plain") text_q = std::max(text_q, q);
+    // Media types and the q parameter's name are case-insensitive (RFC 9110).
+    const auto same = [](std::string_view a, std::string_view b) {
+      return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return (x >= 'A' && x <= 'Z' ? x + 32 : x) == y;
+             });
+    };
+    if (same(type, "application/openmetrics-text")) om_q = std::max(om_q, q);
+    else if (same(type, "text/plain")) text_q = std::max(text_q, q);
   }
   return om_q > 0 && om_q >= text_q ? metrics_format::openmetrics : metrics_format::text;
 }
