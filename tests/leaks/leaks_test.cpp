@@ -17,8 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "arenastat/leaks.hpp"
-
 extern char** environ;
 
 using Catch::Matchers::Contains;
@@ -244,18 +242,4 @@ TEST_CASE("leaks: an arena kept by a static object gives its chunk back during s
   const run_result r = run_child("static", {});
   CHECK(r.exit_code == 0);
   CHECK(r.err.empty());
-}
-
-TEST_CASE("leaks: bytes held in no block are described as a deallocate of a smaller size", "[leaks]") {
-  arenastat::leak l;
-  l.name = "c";
-  l.live_bytes = 90;  // allocate(100), then deallocate(p, 10)
-  l.blocks = 0;
-  l.peak_bytes = 100;
-  l.live_by_tag = {{"heap", 90}};
-  CHECK(arenastat::describe_leak(l) ==
-        "account 'c' holds 90 bytes in 0 blocks (peak 100 bytes; heap 90), though no block is in use: a deallocate "
-        "gave a smaller size than its allocate");
-  l.blocks = 1;
-  CHECK(arenastat::describe_leak(l) == "account 'c' holds 90 bytes in 1 block (peak 100 bytes; heap 90)");
 }

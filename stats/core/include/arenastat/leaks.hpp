@@ -41,10 +41,7 @@ struct leak {
 std::vector<leak> outstanding_leaks();
 
 // "account 'cache' holds 200 bytes in 2 blocks (peak 300 bytes; heap 200)",
-// "arena chunks of tag 'node' taken in scope 'parse' hold 4096 bytes in 1 chunk";
-// an account holding bytes in no block says why: "account 'c' holds 90 bytes
-// in 0 blocks (peak 100 bytes; heap 90), though no block is in use: a
-// deallocate gave a smaller size than its allocate".
+// "arena chunks of tag 'node' taken in scope 'parse' hold 4096 bytes in 1 chunk".
 std::string describe_leak(const leak& l);
 
 }  // namespace arenastat
