@@ -105,6 +105,24 @@ std::string attribute(const std::string& tag, const std::string& name) {
   return tag.substr(begin, tag.find('"', begin) - begin);
 }
 
+// A scope entry of one run that ended "ok", with peak `peak`.
+arenastat::entry one_run(std::string name, std::uint64_t peak) {
+  arenastat::entry e;
+  e.name = std::move(name);
+  e.peak_bytes = peak;
+  e.count = 1;
+  e.result = "ok";
+  return e;
+}
+
+// Writes the HTML report of `entries` as artifacts/<file>; returns its path.
+std::string html_page(const std::string& file, const std::vector<arenastat::entry>& entries) {
+  ::mkdir(artifacts.c_str(), 0755);
+  const std::string page = artifacts + "/" + file;
+  write_file(page, arenastat::render_report(entries, arenastat::process_info{}, arenastat::parse_report_options("--html")));
+  return page;
+}
+
 }  // namespace
 
 TEST_CASE("page: chromium is installed", "[browser]") {
@@ -295,20 +313,14 @@ TEST_CASE("page: an overflow row is drawn as such", "[browser]") {
 }
 
 TEST_CASE("page: names nested 45 levels deep draw at most 3,000 boxes and 300 '+1' boxes below them", "[browser]") {
-  ::mkdir(artifacts.c_str(), 0755);
   // 300 chains n<i>/a/a/.../a of 45 levels, equal peaks: 300 x 45 = 13,500 boxes drawn one by one.
   std::vector<arenastat::entry> entries;
   for (int i = 0; i < 300; ++i) {
-    arenastat::entry e;
-    e.name = "n" + std::to_string(i);
-    for (int level = 1; level < 45; ++level) e.name += "/a";
-    e.peak_bytes = 4096;
-    e.count = 1;
-    e.result = "ok";
-    entries.push_back(std::move(e));
+    std::string name = "n" + std::to_string(i);
+    for (int level = 1; level < 45; ++level) name += "/a";
+    entries.push_back(one_run(std::move(name), 4096));
   }
-  const std::string page = artifacts + "/deep-names.html";
-  write_file(page, arenastat::render_report(entries, arenastat::process_info{}, arenastat::parse_report_options("--html")));
+  const std::string page = html_page("deep-names.html", entries);
   const std::string dom = dump_dom(page, "", false);
   const std::string body = tag_with(dom, "<body");
   REQUIRE(body.find("data-ready=\"1\"") != std::string::npos);
@@ -322,20 +334,13 @@ TEST_CASE("page: names nested 45 levels deep draw at most 3,000 boxes and 300 '+
 }
 
 TEST_CASE("page: tags named like JavaScript's object members are colours like any other", "[browser]") {
-  ::mkdir(artifacts.c_str(), 0755);
   std::vector<arenastat::entry> entries;
   const std::vector<std::string> tags{"__proto__", "cache", "constructor", "toString"};
   for (std::size_t i = 0; i < tags.size(); ++i) {
-    arenastat::entry e;
-    e.name = "job/" + std::to_string(i);
-    e.peak_bytes = 1000 * (i + 1);
-    e.at_peak = {{tags[i], static_cast<std::int64_t>(e.peak_bytes)}};
-    e.count = 1;
-    e.result = "ok";
-    entries.push_back(std::move(e));
+    entries.push_back(one_run("job/" + std::to_string(i), 1000 * (i + 1)));
+    entries.back().at_peak = {{tags[i], static_cast<std::int64_t>(entries.back().peak_bytes)}};
   }
-  const std::string page = artifacts + "/member-tags.html";
-  write_file(page, arenastat::render_report(entries, arenastat::process_info{}, arenastat::parse_report_options("--html")));
+  const std::string page = html_page("member-tags.html", entries);
   const std::string dom = dump_dom(page, "#color=tag", false);
   REQUIRE(dom.find("data-ready=\"1\"") != std::string::npos);
   // The legend has the four tags in name order, each with its own hue (the palette's first four).
