@@ -243,7 +243,9 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   }
   std::size_t front = 0, total = 0;
   if (!s.layout(bytes, alignment, front, total)) throw std::bad_alloc();
-  if (s.limit >= 0 && s.limit-- == 0) {
+  // The limit counts allocations made: a request refused below (a scope's
+  // limit, the upstream's bad_alloc) leaves it as it was.
+  if (s.limit == 0) {
     s.limit = -1;
     throw allocation_limit_reached(s.header() + ": allocation limit reached (allocation #" +
                                    std::to_string(s.next_serial) + " of " + plural(static_cast<std::int64_t>(bytes), "byte", "bytes") +
@@ -277,6 +279,7 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   account_->on_allocate(bytes, tag_);
   std::memset(base, guard_fill, front);
   std::memset(p + bytes, guard_fill, s.options.guard_bytes);
+  if (s.limit > 0) --s.limit;
   ++s.next_serial;
   ++s.blocks;
   s.bytes += static_cast<std::int64_t>(bytes);
@@ -402,20 +405,40 @@ std::vector<void*>& all_counters() {
   static auto* v = new std::vector<void*>;
   return *v;
 }
+// The guards alive now, each with the resource it will restore (its
+// previous_), under counters_mu.
+std::vector<default_resource_guard*>& live_guards() {
+  static auto* v = new std::vector<default_resource_guard*>;
+  return *v;
+}
 std::mutex counters_mu;
 }  // namespace
 
 default_resource_guard::default_resource_guard() : counter_(new counter) {
-  {
-    std::lock_guard lock(counters_mu);
-    all_counters().push_back(counter_);
-  }
+  std::lock_guard lock(counters_mu);
+  all_counters().push_back(counter_);
+  live_guards().reserve(live_guards().size() + 1);  // the destructor's erase cannot throw
   counter_->upstream = std::pmr::get_default_resource();
   previous_ = std::pmr::set_default_resource(counter_);
+  live_guards().push_back(this);
 }
 
-default_resource_guard::~default_resource_guard() { std::pmr::set_default_resource(previous_); }
-
+// Guards may end in any order. The one whose counter is the default hands the
+// default back to what it replaced; one that ended under another guard hands
+// what it replaced to the guard installed on top of it, which restores that
+// in turn (its counter still forwards through this one's, which is eternal).
+// A default set since by something other than a guard is left as it is.
+default_resource_guard::~default_resource_guard() {
+  std::lock_guard lock(counters_mu);
+  auto& live = live_guards();
+  std::erase(live, this);
+  if (std::pmr::get_default_resource() == counter_) {
+    std::pmr::set_default_resource(previous_);
+    return;
+  }
+  for (default_resource_guard* g : live)
+    if (g->previous_ == counter_) g->previous_ = previous_;
+}
 std::uint64_t default_resource_guard::allocations() const noexcept {
   return counter_->allocations.load(std::memory_order_relaxed);
 }

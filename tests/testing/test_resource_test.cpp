@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <memory_resource>
 #include <string>
 #include <vector>
@@ -346,6 +347,27 @@ TEST_CASE("test_resource: misuse_action::abort writes the message and aborts", "
                    ", 4, 4) of a pointer it did not allocate\n");
 }
 
+TEST_CASE("test_resource: a misuse thrown from a destructor terminates, naming the error and its message",
+          "[test_resource][misuse]") {
+  struct wrong_size_holder {
+    std::pmr::memory_resource* r;
+    void* p;
+    ~wrong_size_holder() { r->deallocate(p, 16, 8); }  // allocated with 8: implicitly noexcept
+  };
+  const auto [code, err] = in_child([] {
+    arenastat::test_resource r{"testing/terminate", {.quiet = true}};
+    void* p = r.allocate(8, 8);
+    std::fprintf(stderr, "%s\n", ptr(p).c_str());
+    std::fflush(stderr);
+    { wrong_size_holder h{&r, p}; }
+  });
+  CHECK(code == 128 + SIGABRT);
+  const std::string p = err.substr(0, err.find('\n'));
+  CHECK(err.find("'arenastat::test_resource_error'") != std::string::npos);
+  CHECK(err.find("arenastat::test_resource 'testing/terminate': deallocate(" + p +
+                 ", 16, 8) of block #1: size 16 differs from the allocation's 8") != std::string::npos);
+}
+
 TEST_CASE("test_resource: destroyed with blocks in use, it says which (and aborts in abort mode)", "[test_resource]") {
   const std::string err = stderr_of([] {
     arenastat::test_resource r{"testing/leaky"};
@@ -430,12 +452,69 @@ TEST_CASE("default_resource_guard: fails when the default resource was used", "[
   CHECK(std::pmr::get_default_resource() == before);
 }
 
+TEST_CASE("default_resource_guard: guards ended out of order restore the default of before the first",
+          "[default_guard]") {
+  std::pmr::memory_resource* before = std::pmr::get_default_resource();
+  auto a = std::make_unique<arenastat::default_resource_guard>();
+  std::pmr::memory_resource* a_counter = std::pmr::get_default_resource();
+  auto b = std::make_unique<arenastat::default_resource_guard>();
+  auto c = std::make_unique<arenastat::default_resource_guard>();
+  std::pmr::memory_resource* c_counter = std::pmr::get_default_resource();
+  b.reset();  // ends under c: the default stays c's counter
+  CHECK(std::pmr::get_default_resource() == c_counter);
+  std::pmr::vector<int> v;
+  v.reserve(4);  // counted by c, and by b's and a's counters it forwards through
+  CHECK(c->allocations() == 1);
+  CHECK(a->allocations() == 1);
+  c.reset();  // hands back what b replaced: a's counter
+  CHECK(std::pmr::get_default_resource() == a_counter);
+  a.reset();
+  CHECK(std::pmr::get_default_resource() == before);
+}
+
+TEST_CASE("default_resource_guard: the first guard ending first still leaves the old default at the end",
+          "[default_guard]") {
+  std::pmr::memory_resource* before = std::pmr::get_default_resource();
+  auto a = std::make_unique<arenastat::default_resource_guard>();
+  auto b = std::make_unique<arenastat::default_resource_guard>();
+  a.reset();
+  b.reset();
+  CHECK(std::pmr::get_default_resource() == before);
+}
+
+TEST_CASE("default_resource_guard: a default set by someone else meanwhile is kept", "[default_guard]") {
+  std::pmr::memory_resource* before = std::pmr::get_default_resource();
+  std::pmr::monotonic_buffer_resource other;
+  {
+    arenastat::default_resource_guard guard;
+    std::pmr::set_default_resource(&other);
+  }
+  CHECK(std::pmr::get_default_resource() == &other);
+  std::pmr::set_default_resource(before);
+}
+
 TEST_CASE("catch2 helpers: a clean block passes", "[catch2]") {
   ARENASTAT_CHECKED_RESOURCE(mem);
   CHECK(mem.name() == "catch2 helpers: a clean block passes/mem");
   std::pmr::vector<int> v{&mem};
   v.assign({1, 2, 3});
   ARENASTAT_CHECK_EXCEPTION_SAFE(mem, [&] { growing_vector<true> g{&mem}; g.push_back(1); });
+}
+
+TEST_CASE("catch2 helpers: a resource name that would pass max_name_bytes is cut in the test's name", "[catch2]") {
+  using arenastat::testing::checked_resource_name;
+  const std::string ellipsis = "\xe2\x80\xa6";  // U+2026
+  CHECK(checked_resource_name("t", "mem") == "t/mem");
+  const std::string fits(arenastat::max_name_bytes - 4, 'a');  // with "/mem": exactly 1024 bytes
+  CHECK(checked_resource_name(fits, "mem") == fits + "/mem");
+  const std::string over = fits + "b";
+  const std::string cut = checked_resource_name(over, "mem");
+  CHECK(cut == std::string(arenastat::max_name_bytes - 4 - 3, 'a') + ellipsis + "/mem");
+  CHECK(cut.size() == arenastat::max_name_bytes);
+  // The cut would fall after the first byte of the two-byte "é": the whole character goes.
+  const std::string accented = std::string(1016, 'a') + "\xc3\xa9" + std::string(10, 'b');
+  CHECK(checked_resource_name(accented, "mem") == std::string(1016, 'a') + ellipsis + "/mem");
+  CHECK_NOTHROW(arenastat::test_resource{cut});
 }
 
 TEST_CASE("catch2 helpers: a leak fails the test", "[catch2][!shouldfail]") {
@@ -462,6 +541,29 @@ TEST_CASE("test_resource: a refused request does not use up the allocation limit
   void* p = r.allocate(8);  // the one allowed
   CHECK_THROWS_AS(r.allocate(8), arenastat::allocation_limit_reached);
   r.deallocate(p, 8);
+}
+
+TEST_CASE("test_resource: a scope's limit refusing a request does not use up the allocation limit",
+          "[test_resource]") {
+  arenastat::test_resource r{"testing/limit-scope-refused"};
+  arenastat::scope s{"testing/limit-scope-refused/scope", {.limit_bytes = 100}};
+  r.set_allocation_limit(1);
+  CHECK_THROWS_AS(r.allocate(200), arenastat::limit_exceeded);  // 200 > 100: the scope refuses
+  CHECK(r.allocation_limit() == 1);
+  CHECK(r.total_blocks() == 0);
+  void* p = r.allocate(8);  // the one allowed
+  CHECK(r.allocation_limit() == 0);
+  CHECK_THROWS_AS(r.allocate(8), arenastat::allocation_limit_reached);
+  r.deallocate(p, 8);
+}
+
+TEST_CASE("test_resource: an upstream's bad_alloc does not use up the allocation limit", "[test_resource]") {
+  arenastat::test_resource r{"testing/limit-upstream-refused", std::pmr::null_memory_resource()};
+  r.set_allocation_limit(2);
+  CHECK_THROWS_AS(r.allocate(8), std::bad_alloc);
+  CHECK_THROWS_AS(r.allocate(8), std::bad_alloc);
+  CHECK(r.allocation_limit() == 2);
+  CHECK(r.total_blocks() == 0);
 }
 
 TEST_CASE("test_resource: a null upstream is refused before its account is made", "[test_resource]") {

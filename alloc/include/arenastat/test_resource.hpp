@@ -30,7 +30,9 @@ namespace arenastat {
 
 // What a test_resource does when a deallocation is wrong (or, for abort, when
 // it is destroyed with blocks in use): throw test_resource_error, or write the
-// message on stderr and std::abort().
+// message on stderr and std::abort(). A throw from a deallocation inside a
+// noexcept function (a destructor) ends the program by std::terminate, which
+// names the error and prints its message (docs/testing.md).
 enum class misuse_action { throw_error, abort };
 
 // A wrong deallocation (unknown pointer, double free, size or alignment
@@ -102,6 +104,9 @@ class test_resource final : public std::pmr::memory_resource {
 
   // After `n` more allocations, the next one throws allocation_limit_reached
   // (a std::bad_alloc) and the limit is off again. Negative: no limit (the default).
+  // Only allocations made count: a request refused otherwise (bad alignment,
+  // too large, an active scope's byte limit, the upstream's bad_alloc) leaves
+  // the count as it was.
   void set_allocation_limit(std::int64_t n) noexcept;
   std::int64_t allocation_limit() const noexcept;
 
@@ -176,7 +181,10 @@ class default_resource_used : public std::logic_error {
 // While it lives, the default resource is a counting resource forwarding to
 // the previous default; the destructor restores the previous one. The default
 // is process-wide: other threads' use counts too. Memory taken through it may
-// outlive the guard (the counting resource is never destroyed).
+// outlive the guard (the counting resource is never destroyed). Guards may
+// end in any order: once every guard has ended, the default is what it was
+// before the first (unless something else set it meanwhile, which is kept);
+// a use while several live counts in each of them.
 class default_resource_guard {
  public:
   default_resource_guard();

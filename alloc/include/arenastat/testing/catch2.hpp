@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "arenastat/table.hpp"
 #include "arenastat/test_resource.hpp"
 
 namespace arenastat::testing {
@@ -28,6 +29,23 @@ inline std::string current_test_name() {
   if (Catch::IResultCapture* capture = Catch::getCurrentContext().getResultCapture())
     return capture->getCurrentTestName();
   return {};
+}
+
+// The name ARENASTAT_CHECKED_RESOURCE(var) gives its resource: "<test>/var",
+// with the test's name cut at a character boundary and marked with "…"
+// (U+2026) when the whole would pass max_name_bytes (Catch2 allows test names
+// of any length; names are at most max_name_bytes).
+inline std::string checked_resource_name(std::string test, std::string_view var) {
+  constexpr std::string_view ellipsis = "\xe2\x80\xa6";
+  if (test.size() + 1 + var.size() > max_name_bytes && var.size() + 1 + ellipsis.size() < max_name_bytes) {
+    std::size_t keep = max_name_bytes - var.size() - 1 - ellipsis.size();
+    while (keep > 0 && (static_cast<unsigned char>(test[keep]) & 0xC0) == 0x80) --keep;  // not inside a character
+    test.resize(keep);
+    test += ellipsis;
+  }
+  test += '/';
+  test += var;
+  return test;
 }
 
 // One failed check (as FAIL_CHECK) reported at `where`.
@@ -96,11 +114,13 @@ class no_default_resource {
 #define ARENASTAT_TESTING_CAT2(a, b) a##b
 #define ARENASTAT_TESTING_CAT(a, b) ARENASTAT_TESTING_CAT2(a, b)
 
-// Declares `arenastat::test_resource var` named "<test case>/var" and checks,
+// Declares `arenastat::test_resource var` named "<test case>/var"
+// (checked_resource_name) and checks,
 // when the enclosing block ends, that it holds nothing and that the default
 // resource was not used.
 #define ARENASTAT_CHECKED_RESOURCE(var)                                                           \
-  ::arenastat::test_resource var{::arenastat::testing::current_test_name() + "/" #var};          \
+  ::arenastat::test_resource var{::arenastat::testing::checked_resource_name(                    \
+      ::arenastat::testing::current_test_name(), #var)};                                           \
   ::arenastat::testing::checked_block arenastat_checked_block_##var { var, CATCH_INTERNAL_LINEINFO }
 
 // Checks that `f` is exception-safe on `resource` (arenastat::exception_test):
