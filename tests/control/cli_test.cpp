@@ -251,10 +251,41 @@ TEST_CASE("exit codes: dead pid 3, bad command 2, bad pid 2, no socket 3, target
   CHECK(no_socket.err.find("has no control socket at '" + sockets.path() + "/" + std::to_string(::getpid()) +
                            ".sock': start it with ARENASTAT_CONTROL=1") != std::string::npos);
 
-  const cli_result bad_option = run_cli({t.pid_text(), "stats", "--sort=size"}, env);
-  CHECK(bad_option.status == 1);
-  CHECK(bad_option.err.find("arenastat: " + t.pid_text() + ": ") == 0);
-  CHECK(bad_option.err.find("--sort=size") != std::string::npos);
+  const cli_result bad_size = run_cli({t.pid_text(), "stats", "-s=lots"}, env);  // a size is the target's to convert
+  CHECK(bad_size.status == 1);
+  CHECK(bad_size.err.find("arenastat: " + t.pid_text() + ": ") == 0);
+  CHECK(bad_size.err.find("-s=lots") != std::string::npos);
+}
+
+TEST_CASE("a command's bad options are usage errors found before connecting (exit 2)", "[control][cli]") {
+  // Pid 1 serves nothing here: each error must come before any connection.
+  const auto usage_error = [](const std::vector<std::string>& args, const std::string& message) {
+    const cli_result r = run_cli(args, {});
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "arenastat: " + message + "\n(arenastat --help prints the usage)\n");
+  };
+  const std::string report_options = "-s=SIZE, -H, --sort=peak|count|name|live, --top=N";
+  usage_error({"1", "stats", "--help"},
+              "stats: unknown option '--help' (expected " + report_options + ", --json, --tree, --prometheus, --html)");
+  usage_error({"1", "stats", "--sort=size"},
+              "stats: bad option '--sort=size': expected --sort=peak, --sort=count, --sort=name or --sort=live");
+  usage_error({"1", "stats", "--json", "--tree"}, "stats: bad option '--json' with '--tree': choose one output format");
+  usage_error({"1", "metrics", "--depth=0"}, "metrics: bad option '--depth=0': expected --depth=N with N from 1 to 64");
+  usage_error({"1", "process", "--bogus"}, "process: unknown option '--bogus' (expected -H, --json)");
+  usage_error({"1", "diff", "--tree"},
+              "diff: unknown option '--tree' (expected " + report_options + ", --json, --html)");
+  usage_error({"1", "html", "-or9.html"},
+              "html: unknown option '-or9.html' (expected -o FILE, " + report_options + ")");
+}
+
+TEST_CASE("an empty pid is no process id, with or without a command (exit 2)", "[control][cli]") {
+  for (const std::vector<std::string> args : {std::vector<std::string>{""}, std::vector<std::string>{"", "info"}}) {
+    const cli_result r = run_cli(args, {});
+    CHECK(r.status == 2);
+    CHECK(r.err == "arenastat: '' is not a process id (expected a positive number; run 'arenastat' to list them)\n"
+                   "(arenastat --help prints the usage)\n");
+  }
 }
 
 TEST_CASE("a process that has exited but is not reaped yet (a zombie) is no process (exit 3)", "[control][cli]") {

@@ -175,7 +175,7 @@ TEST_CASE("the JSON diff carries before, after and change of every figure", "[co
 
 TEST_CASE("diff with --tree or --prometheus is refused by the API as by the command", "[control][diff]") {
   CHECK_THROWS_WITH(render_diff({}, parse_report_options("--tree")),
-                    "--tree: the diff has no tree view (use text or --json)");
+                    "--tree: the diff has no tree view (use text, --json or --html)");
   CHECK_THROWS_WITH(render_diff({}, parse_report_options("--prometheus")),
                     "--prometheus: the diff has no exposition (use 'metrics' for the current values)");
   CHECK(control::handle_request("diff --prometheus") ==

@@ -113,3 +113,36 @@ TEST_CASE("a relative ARENASTAT_SOCKET_DIR is refused by the server and by the C
   CHECK(r.status == 4);
   CHECK(r.err == "arenastat: refusing socket directory 'rel/dir' (ARENASTAT_SOCKET_DIR): " + reason + "\n");
 }
+
+TEST_CASE("a failed Prometheus dump on a signal names the .prom file and ARENASTAT_DUMP_DIR, not its temporary",
+          "[control][dump][threads]") {
+  temp_dir sockets;
+  hostile_file f;
+  target t(sockets.path(), {{"ARENASTAT_DUMP_SIGNAL", "USR1"},
+                            {"ARENASTAT_DUMP_FORMAT", "prometheus"},
+                            {"ARENASTAT_DUMP_DIR", f.path + "/x"}});
+  REQUIRE(::kill(t.pid(), SIGUSR1) == 0);
+  const std::string line = stderr_line_starting(t, "arenastat: dump on signal failed: ");
+  CHECK(line == "arenastat: dump on signal failed: metrics: cannot write " + f.shown.substr(0, f.shown.size() - 1) +
+                    "/x/arenastat." + t.pid_text() + ".prom' (in ARENASTAT_DUMP_DIR): Not a directory");
+}
+
+TEST_CASE("the CLI says why a target started with a relative ARENASTAT_SOCKET_DIR has no socket",
+          "[control][naming][threads]") {
+  temp_dir cwd;
+  const spawned p =
+      spawn(target_path, {}, {{"ARENASTAT_CONTROL", "1"}, {"ARENASTAT_SOCKET_DIR", "rel/dir"}}, cwd.path());
+  CHECK(read_line(p.out).rfind("ready ", 0) == 0);
+  const std::string pid = std::to_string(p.pid);
+  const cli_result r = run_cli({pid, "info"}, {}, cwd.path());
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: process " + pid +
+                     " has no control socket: it was started with ARENASTAT_SOCKET_DIR='rel/dir', which its server "
+                     "refuses (it is a relative path; it must be absolute (the program and the arenastat CLI would "
+                     "each resolve it from their own working directory)); restart it with an absolute directory, or "
+                     "without the variable\n");
+  ::close(p.in);
+  CHECK(wait_exit(p.pid) == 0);
+  ::close(p.out);
+  ::close(p.err);
+}

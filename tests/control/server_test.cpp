@@ -144,7 +144,7 @@ TEST_CASE("handle_request: baseline then diff reports this process's growth", "[
 
 TEST_CASE("handle_request: diff --tree is an error", "[control][server]") {
   control::handle_request("baseline");
-  CHECK(control::handle_request("diff --tree") == "error --tree: the diff has no tree view (use text or --json)\n");
+  CHECK(control::handle_request("diff --tree") == "error --tree: the diff has no tree view (use text, --json or --html)\n");
 }
 
 TEST_CASE("handle_request: process --json has the resident set", "[control][server]") {

@@ -171,3 +171,15 @@ TEST_CASE("a bad value's control bytes are escaped in the warning", "[control][w
   ::close(p.out);
   ::close(p.err);
 }
+
+TEST_CASE("the process listing and --help the CLI cannot write to stdout are reported (exit 6)",
+          "[control][write_errors][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  const full_run list = run_cli_into_full({}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(list.status == 6);
+  CHECK(list.err == stdout_full);
+  const full_run help = run_cli_into_full({"--help"}, {});
+  CHECK(help.status == 6);
+  CHECK(help.err == stdout_full);
+}

@@ -85,7 +85,7 @@ constexpr std::array main_table{
 };
 const arenastat::opt::grammar main_grammar{.who = "", .specs = main_table};
 
-void print_usage(std::FILE* to) {
+void print_usage() {
   namespace opt = arenastat::opt;
   std::string out =
       "usage: arenastat [" + opt::usage(main_table[0]) + "] [<pid> <command> [arguments]]\n"
@@ -114,7 +114,7 @@ void print_usage(std::FILE* to) {
       "Exit status: 0 done, 1 the process answered with an error, 2 usage error,\n"
       "3 the process cannot be reached, 4 refused (a trust rule failed), 5 busy,\n"
       "6 the answer could not be written.\n";
-  std::fwrite(out.data(), 1, out.size(), to);
+  write_stdout(out);
 }
 
 // Writes a message built from bytes that may come from elsewhere.
@@ -163,10 +163,15 @@ int list_processes() {
     return exit_ok;
   }
   std::sort(pids.begin(), pids.end());
-  std::printf("%-8s %s\n", "PID", "PROGRAM");
+  std::string out;
+  char pid_column[32];
+  std::snprintf(pid_column, sizeof pid_column, "%-8s ", "PID");
+  out += std::string(pid_column) + "PROGRAM\n";
   for (long pid : pids) {
-    std::printf("%-8ld %s\n", pid, escape_for_terminal(naming::program_of(pid), false).c_str());
+    std::snprintf(pid_column, sizeof pid_column, "%-8ld ", pid);
+    out += std::string(pid_column) + escape_for_terminal(naming::program_of(pid), false) + "\n";
   }
+  write_stdout(out);
   return exit_ok;
 }
 
@@ -214,6 +219,11 @@ trusted_dir wait_for_socket(long pid, const std::string& dir_path, const expecte
   if (their_dir && !their_dir->empty()) {
     std::string theirs = *their_dir;
     while (theirs.size() > 1 && theirs.back() == '/') theirs.pop_back();
+    if (const std::string problem = naming::socket_dir_problem(theirs); !problem.empty()) {
+      throw failure{exit_unreachable, who + " has no control socket: it was started with ARENASTAT_SOCKET_DIR=" +
+                                          arenastat::detail::quoted(theirs) + ", which its server refuses (" + problem +
+                                          "); restart it with an absolute directory, or without the variable"};
+    }
     if (theirs != dir_path) {
       throw failure{exit_unreachable, who + " has no control socket at " + path + ": it was started with "
                                           "ARENASTAT_SOCKET_DIR=" + arenastat::detail::quoted(theirs) + "; set the same in this shell"};
@@ -323,7 +333,7 @@ invocation parse_arguments(int argc, char** argv) {
     switch (arenastat::opt::which<main_spec>(main_grammar, v)) {
       case main_spec::timeout: inv.timeout_ms = static_cast<int>(v.number); break;
       case main_spec::help:
-        print_usage(stdout);
+        print_usage();
         std::exit(exit_ok);
     }
   }
@@ -365,12 +375,22 @@ std::string request_line(const std::vector<std::string>& words) {
   for (const std::string& a : args) line += " " + a;
   const arenastat::wire::parse_result parsed = arenastat::wire::parse_request(line);
   if (!parsed.value) throw failure{exit_usage, parsed.error};
+  if (!cmd->options.empty()) {
+    // The command's options, checked here with the target's table (a size's
+    // value, which the library converts, is checked by the target).
+    // The words as the target splits them.
+    const std::string who = std::string(name) + ": ";
+    std::vector<std::string> words;
+    for (const std::string_view w : arenastat::opt::split_words(parsed.value->arguments)) words.emplace_back(w);
+    parse_options(arenastat::opt::grammar{.who = who, .specs = cmd->options}, words);
+  }
   return line;
 }
 
 std::string ask_target(long pid, const std::string& line, int timeout_ms, const interruption& watch);
 
 int query(const invocation& inv) {
+  if (!inv.words.empty()) parse_pid(inv.words[0]);  // a bad pid is named before a missing command
   if (inv.words.size() < 2) {
     throw failure{exit_usage, "missing command after the pid; run 'arenastat " +
                                   (inv.words.empty() ? std::string("<pid>") : inv.words[0]) + " help'"};

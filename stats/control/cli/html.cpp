@@ -6,6 +6,8 @@
 #include <array>
 #include <cerrno>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "cli.hpp"
 #include "control_request.hpp"
@@ -57,22 +59,42 @@ const opt::grammar& html_grammar() noexcept {
   return g;
 }
 
+// What html accepts: -o and the report options that are no output format.
+const opt::grammar& html_and_report_grammar() {
+  static const std::vector<opt::spec> specs = [] {
+    std::vector<opt::spec> v(html_table.begin(), html_table.end());
+    for (const opt::spec& s : opt::report_specs())
+      if (s.group == 0) v.push_back(s);
+    return v;
+  }();
+  static const opt::grammar g{.who = "html: ", .specs = specs};
+  return g;
+}
+
 int run_html(const std::vector<std::string>& args, const ask_fn& ask) {
   std::string file, line = "stats --html";
-  // Other words are report options: the target checks them.
-  const opt::parsed p = parse_options(html_grammar(), args, opt::operands::pass);
-  for (const opt::value& v : p.values) file = v.text;  // -o, the only option
-  for (const std::string_view w : p.operands) {
+  std::vector<std::string> words;
+  for (const std::string& w : args) {
     // A format option (the report table's format group) would clash with the
     // --html this command adds: say so in the user's words, not the request's.
-    const std::string_view name = w.substr(0, w.find('='));
+    const std::string_view name = std::string_view(w).substr(0, w.find('='));
+    if (w == "--html") continue;  // what html asks for anyway
     for (const opt::spec& s : opt::report_specs())
-      if (s.group != 0 && s.name == name && name != "--html")
+      if (s.group != 0 && s.name == name)
         throw failure{exit_usage, "html: '" + std::string(name) +
                                       "' chooses another output format; html writes the page (its report options: -s, "
                                       "--sort, --top, -H)"};
-    line += ' ';
-    line += w;
+    words.push_back(w);
+  }
+  // Checked here, before connecting (a size's value is checked by the target).
+  const opt::grammar& g = html_and_report_grammar();
+  for (const opt::value& v : parse_options(g, words).values) {
+    if (v.option == &g.specs[0]) {
+      file = v.text;  // -o
+    } else {
+      line += ' ';
+      line += v.word;
+    }
   }
   const wire::parse_result parsed = wire::parse_request(line);
   if (!parsed.value) throw failure{exit_usage, parsed.error};

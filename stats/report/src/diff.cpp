@@ -146,7 +146,7 @@ std::vector<diff_entry> diff_entries(const std::vector<entry>& baseline,
 
 void check_diff_format(const report_options& options) {
   if (options.format == report_format::tree)
-    throw std::invalid_argument("--tree: the diff has no tree view (use text or --json)");
+    throw std::invalid_argument("--tree: the diff has no tree view (use text, --json or --html)");
   if (options.format == report_format::prometheus)
     throw std::invalid_argument("--prometheus: the diff has no exposition (use 'metrics' for the current values)");
 }

@@ -452,7 +452,8 @@ struct temporary_file {
 // followed), so a temporary left by a killed run, even one with the same pid
 // (PID 1 in a container), cannot block the write. Not mkostemp(3): it creates
 // mode 0600, and the file is meant to be 0666 minus the umask like any other.
-temporary_file create_temporary_beside(const std::string& path) {
+// Failures name the file as `shown` (the path quoted, with where it came from).
+temporary_file create_temporary_beside(const std::string& path, const std::string& shown) {
   const std::size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -463,19 +464,19 @@ temporary_file create_temporary_beside(const std::string& path) {
     temp = prefix + hex64(temporary_suffix());
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd >= 0) return {fd, temp};
-    if (errno != EEXIST) throw std::system_error(errno, std::generic_category(), "metrics: cannot create " + detail::quoted(temp));
+    if (errno != EEXIST) throw std::system_error(errno, std::generic_category(), "metrics: cannot write " + shown);
   }
   throw std::system_error(EEXIST, std::generic_category(),
-                          "metrics: cannot create a temporary beside " + detail::quoted(path) + " (" + std::to_string(attempts) +
-                              " random names taken, the last " + detail::quoted(temp) + ")");
+                          "metrics: cannot write " + shown + " (" + std::to_string(attempts) +
+                              " random names for its temporary taken, the last " + detail::quoted(temp) + ")");
 }
 
 // Whether `name` is a temporary create_temporary_beside made for the file
 // `base`: ".<base>.tmp.<digits>.<16 lowercase hex digits>".
 bool is_temporary_of(std::string_view name, std::string_view base) {
-  const std::string prefix = "." + std::string(base) + ".tmp.";
-  if (!name.starts_with(prefix)) return false;
-  name.remove_prefix(prefix.size());
+  if (!name.starts_with('.') || !name.substr(1).starts_with(base) || !name.substr(1 + base.size()).starts_with(".tmp."))
+    return false;
+  name.remove_prefix(1 + base.size() + 5);
   const std::size_t dot = name.find('.');
   if (dot == 0 || dot == std::string_view::npos || name.size() - dot - 1 != 16) return false;
   for (std::size_t i = 0; i < name.size(); ++i) {
@@ -517,10 +518,8 @@ void remove_stale_temporaries(const std::string& path) noexcept {
   }
 }
 
-}  // namespace
-
-void write_file_atomically(const std::string& path, std::string_view text) {
-  const temporary_file t = create_temporary_beside(path);
+void write_file_atomically(const std::string& path, const std::string& shown, std::string_view text) {
+  const temporary_file t = create_temporary_beside(path, shown);
   const int fd = t.fd;
   const std::string& temp = t.path;
   const auto fail = [&](int err, const std::string& what) {
@@ -529,11 +528,18 @@ void write_file_atomically(const std::string& path, std::string_view text) {
   };
   if (const int err = detail::write_all(fd, text); err != 0) {
     ::close(fd);
-    fail(err, "metrics: cannot write " + detail::quoted(temp));
+    fail(err, "metrics: cannot write " + shown);
   }
-  if (::close(fd) != 0) fail(errno, "metrics: cannot write " + detail::quoted(temp));
-  if (::rename(temp.c_str(), path.c_str()) != 0) fail(errno, "metrics: cannot rename " + detail::quoted(temp) + " to " + detail::quoted(path));
+  if (::close(fd) != 0) fail(errno, "metrics: cannot write " + shown);
+  if (::rename(temp.c_str(), path.c_str()) != 0)
+    fail(errno, "metrics: cannot write " + shown + " (renaming its temporary " + detail::quoted(temp) + " into place)");
   remove_stale_temporaries(path);
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, std::string_view text) {
+  write_file_atomically(path, detail::quoted(path), text);
 }
 
 std::optional<bool> parse_dump_format(std::string_view value) noexcept {
@@ -548,16 +554,19 @@ bool prometheus_dump_from_env() noexcept {
 }
 
 std::string write_metrics_file(std::string_view path) {
-  std::string target;
+  std::string target, shown;
   if (!path.empty()) {
     target = detail::absolute_path(std::string(path), "metrics");
+    shown = detail::quoted(target);
   } else {
     const char* dir_env = std::getenv("ARENASTAT_DUMP_DIR");
-    const std::string dir = dir_env != nullptr && *dir_env != '\0' ? std::string(dir_env) : std::string(".");
+    const bool from_env = dir_env != nullptr && *dir_env != '\0';
+    const std::string dir = from_env ? std::string(dir_env) : std::string(".");
     target = detail::absolute_path(dir, "metrics") + "/arenastat." + std::to_string(::getpid()) + ".prom";
+    shown = detail::quoted(target) + (from_env ? " (in ARENASTAT_DUMP_DIR)" : "");
   }
-  write_file_atomically(target, metrics({.depth = metrics_depth_from_env(),
-                                         .pid_label = static_cast<std::uint64_t>(::getpid())}));
+  write_file_atomically(target, shown,
+                        metrics({.depth = metrics_depth_from_env(), .pid_label = static_cast<std::uint64_t>(::getpid())}));
   return target;
 }
 
