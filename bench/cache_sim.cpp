@@ -17,7 +17,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cerrno>
+#include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -131,19 +134,41 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   }
 }
 
-trace load(std::string_view spec, const sim::trace_options& opt) {
+// A trace of the command line, checked before any trace is read: a file's
+// format and path, or a generator with its parameters.
+struct trace_source {
+  std::string spec;
+  std::optional<sim::generator_spec> generator;
+  sim::trace_format format{};
+  std::string path;
+};
+
+trace_source check_trace(std::string_view spec) {
   const std::size_t colon = spec.find(':');
   const std::string head(spec.substr(0, colon));
   const std::string_view rest = colon == std::string_view::npos ? std::string_view{} : spec.substr(colon + 1);
-  if (sim::is_synthetic(head)) return sim::generate(head, rest, opt.max_requests);
-  sim::trace_format f;
-  if (colon == std::string_view::npos || !sim::parse_format(head, f))
+  trace_source t{std::string(spec), std::nullopt, {}, {}};
+  if (sim::is_synthetic(head)) {
+    try {
+      t.generator = sim::parse_generator(head, rest);
+    } catch (const sim::trace_error& e) {
+      fail(e.message());
+    }
+    return t;
+  }
+  if (colon == std::string_view::npos || !sim::parse_format(head, t.format))
     fail("bad trace '" + std::string(spec) +
          "' (expected FORMAT:PATH with FORMAT lirs, plain, csv, arc or longs, or a generator: loop, zipf, "
          "zipf-phase, scan, recency)");
   if (rest.empty()) fail("bad trace '" + std::string(spec) + "': no path after '" + head + ":'");
-  sim::trace t = sim::read_trace(f, std::string(rest), opt);
-  t.name = std::string(spec);
+  t.path = std::string(rest);
+  return t;
+}
+
+trace load(const trace_source& source, const sim::trace_options& opt) {
+  if (source.generator) return sim::generate(*source.generator, opt.max_requests);
+  sim::trace t = sim::read_trace(source.format, source.path, opt);
+  t.name = source.spec;
   return t;
 }
 
@@ -171,32 +196,41 @@ void check_no_option_after_last_trace(int argc, char** argv) {
   }
 }
 
-int run(int argc, char** argv) {
+// One trace of the run with the options that apply to it.
+struct job {
+  trace_source source;
+  std::vector<std::size_t> sizes;
+  std::vector<const policy_entry*> policies;
+  sim::trace_options options;
+};
+
+// Every option and trace of the command line, checked before anything runs.
+struct command_line {
+  bool help = false, json = false, check_lru = false;
+  std::vector<job> jobs;
+};
+
+command_line parse_command_line(int argc, char** argv) {
+  command_line c;
+  // --help, --json and --check-lru apply to the whole run wherever they stand.
+  for (int a = 1; a < argc; ++a) {
+    const std::string_view arg = argv[a];
+    c.help |= arg == "--help" || arg == "-h";
+    c.json |= arg == "--json";
+    c.check_lru |= arg == "--check-lru";
+  }
+  if (c.help) return c;
   check_no_option_after_last_trace(argc, argv);
   std::vector<std::size_t> sizes;
   std::vector<const policy_entry*> policies;
   for (const char* n : {"ref_lru", "arc", "lirs", "opt", "lru", "tinylfu"}) policies.push_back(find_policy(n));
   sim::trace_options topt;
-  bool json = false, check_lru = false, any_trace = false, lru_differs = false;
-  std::vector<row> rows;
-  // --json and --check-lru apply to the whole run wherever they stand (read
-  // here: a --check-lru after the last trace compared nothing and said equal).
-  for (int a = 1; a < argc; ++a) {
-    json |= std::string_view(argv[a]) == "--json";
-    check_lru |= std::string_view(argv[a]) == "--check-lru";
-  }
-  std::FILE* table = json ? stderr : stdout;
   for (int a = 1; a < argc; ++a) {
     const std::string_view arg = argv[a];
-    if (arg == "--json") continue;
-    if (arg == "--check-lru") continue;
+    if (arg == "--json" || arg == "--check-lru") continue;
     if (arg == "--csv-header") {
       topt.csv_header = true;
       continue;
-    }
-    if (arg == "--help" || arg == "-h") {
-      std::printf("usage: %.*s\n", static_cast<int>(usage.size()), usage.data());
-      return 0;
     }
     if (arg.starts_with("--")) {
       const std::size_t eq = arg.find('=');
@@ -241,7 +275,7 @@ int run(int argc, char** argv) {
       continue;
     }
     if (sizes.empty()) fail("no --sizes before the trace '" + std::string(arg) + "'");
-    if (check_lru) {
+    if (c.check_lru) {
       // Without both there is nothing to compare (a missing one's hits were
       // UINT64_MAX: equal when both were missing, a difference when one was).
       bool lru = false, ref_lru = false;
@@ -249,16 +283,41 @@ int run(int argc, char** argv) {
       for (const auto* p : policies) {
         lru |= p->name == "lru";
         ref_lru |= p->name == "ref_lru";
-        names += (names.empty() ? "" : ",") + std::string(p->name);
+        if (!names.empty()) names += ',';
+        names += p->name;
       }
       if (!lru || !ref_lru)
         fail("--check-lru compares lru with ref_lru: give both in --policies (the policies for '" + std::string(arg) +
              "' are " + names + ")");
     }
-    any_trace = true;
+    c.jobs.push_back({check_trace(arg), sizes, policies, topt});
+  }
+  if (c.jobs.empty()) fail("no trace given");
+  return c;
+}
+
+// Whether everything written to `f` so far reached it; says what failed if not.
+bool written(std::FILE* f, std::string_view what) {
+  errno = 0;
+  if (std::fflush(f) == 0 && !std::ferror(f)) return true;
+  std::fprintf(stderr, "%.*s: cannot write %.*s: %s\n", static_cast<int>(program.size()), program.data(),
+               static_cast<int>(what.size()), what.data(), errno != 0 ? std::strerror(errno) : "write error");
+  return false;
+}
+
+int run(int argc, char** argv) {
+  const command_line c = parse_command_line(argc, argv);
+  if (c.help) {
+    std::printf("usage: %.*s\n", static_cast<int>(usage.size()), usage.data());
+    return written(stdout, "the usage to standard output") ? 0 : 1;
+  }
+  bool lru_differs = false;
+  std::vector<row> rows;
+  std::FILE* table = c.json ? stderr : stdout;
+  for (const job& j : c.jobs) {
     trace t;
     try {
-      t = load(arg, topt);
+      t = load(j.source, j.options);
     } catch (const sim::trace_error& e) {
       std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), shown(e.message()).c_str());
       return 1;
@@ -268,16 +327,16 @@ int run(int argc, char** argv) {
       return 1;
     }
     std::vector<std::uint32_t> next;
-    for (const auto* p : policies)
+    for (const auto* p : j.policies)
       if (p->name.starts_with("opt") && next.empty()) next = sim::next_uses(t.keys, t.distinct);
     std::fprintf(table, "%s: %zu requests, %u distinct keys; hit rate %%\n%10s", shown(t.name).c_str(), t.keys.size(),
                  t.distinct, "size");
-    for (const auto* p : policies) std::fprintf(table, " %10.*s", static_cast<int>(p->name.size()), p->name.data());
+    for (const auto* p : j.policies) std::fprintf(table, " %10.*s", static_cast<int>(p->name.size()), p->name.data());
     std::fprintf(table, "\n");
-    for (const std::size_t n : sizes) {
+    for (const std::size_t n : j.sizes) {
       std::fprintf(table, "%10zu", n);
       std::uint64_t lru_hits = UINT64_MAX, ref_hits = UINT64_MAX;
-      for (const auto* p : policies) {
+      for (const auto* p : j.policies) {
         const std::uint64_t hits = p->run(t, n, next);
         if (p->name == "lru") lru_hits = hits;
         if (p->name == "ref_lru") ref_hits = hits;
@@ -286,15 +345,16 @@ int run(int argc, char** argv) {
         std::fflush(table);
       }
       std::fprintf(table, "\n");
-      if (check_lru && lru_hits != ref_hits) {
+      if (c.check_lru && lru_hits != ref_hits) {
         std::fprintf(stderr, "cache_sim: %s size %zu: lru hits %llu, ref_lru hits %llu\n", shown(t.name).c_str(), n,
                      static_cast<unsigned long long>(lru_hits), static_cast<unsigned long long>(ref_hits));
         lru_differs = true;
       }
     }
+    // The table on stdout: a failed write ends the run (its rows are lost).
+    if (!c.json && !written(stdout, "the table to standard output")) return 1;
   }
-  if (!any_trace) fail("no trace given");
-  if (json) {
+  if (c.json) {
     // The project's one JSON writer: valid JSON whatever bytes a trace's
     // path holds (bytes outside UTF-8 marked, distinct paths kept distinct).
     std::string out;
@@ -308,8 +368,12 @@ int run(int argc, char** argv) {
     }
     w.end_array().end_object();
     std::printf("%s\n", out.c_str());
+    if (!written(stdout, "the JSON to standard output")) return 1;
   }
-  if (check_lru && !lru_differs) std::fprintf(table, "lru == ref_lru on every trace and size\n");
+  if (c.check_lru && !lru_differs) {
+    std::fprintf(table, "lru == ref_lru on every trace and size\n");
+    if (!c.json && !written(stdout, "the table to standard output")) return 1;
+  }
   return lru_differs ? 1 : 0;
 }
 

@@ -26,7 +26,10 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <unordered_map>
 #include <vector>
 
@@ -138,13 +141,39 @@ class input {
       file_ = f;
       return;
     }
-    std::fclose(f);
-    std::string quoted = "'";
-    for (char c : path) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    quoted += "'";
+    // The tool reads the file as opened here (its standard input), not by
+    // its name: a FIFO's writer is not taken away by a second open, and no
+    // shell sees the path.
     tool_ = tool;
-    file_ = ::popen((tool_ + " -dc -- " + quoted).c_str(), "r");
-    if (!file_) throw trace_error("cannot start " + tool_ + " for '" + path + "': " + std::strerror(errno));
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+      const int err = errno;
+      std::fclose(f);
+      throw trace_error("cannot start " + tool_ + " for '" + path + "': " + std::strerror(err));
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, ::fileno(f), 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    char arg0[8], arg1[] = "-dc";
+    std::snprintf(arg0, sizeof arg0, "%s", tool);
+    char* argv[] = {arg0, arg1, nullptr};
+    const int err = ::posix_spawnp(&child_, tool, &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    std::fclose(f);
+    ::close(out[1]);
+    if (err != 0) {
+      ::close(out[0]);
+      if (err == ENOENT)
+        throw trace_error("cannot decompress '" + path + "': " + tool_ + " was not found (is it installed and on PATH?)");
+      throw trace_error("cannot start " + tool_ + " for '" + path + "': " + std::strerror(err));
+    }
+    file_ = ::fdopen(out[0], "rb");
+    if (!file_) {
+      ::close(out[0]);
+      reap();
+      throw trace_error("cannot read " + tool_ + "'s output for '" + path + "': " + std::strerror(errno));
+    }
   }
   input(const input&) = delete;
   input& operator=(const input&) = delete;
@@ -183,19 +212,26 @@ class input {
       std::fclose(f);
       return;
     }
-    const int status = ::pclose(f);
-    // 127: the shell did not find the tool (gzip and xz never exit with it).
-    if (check && status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
-      throw trace_error("cannot decompress '" + path_ + "': " + tool_ + " was not found (is it installed and on PATH?)");
+    std::fclose(f);  // a tool still writing then ends on SIGPIPE
+    const int status = reap();
     if (check && (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0))
       throw trace_error("decompressing '" + path_ + "' with " + tool_ + " failed (not a valid " +
                         (tool_ == "gzip" ? ".gz" : ".xz") + " file?)");
   }
 
  private:
+  // Waits for the tool; its wait status, -1 when it cannot be had.
+  int reap() noexcept {
+    int status = 0;
+    while (::waitpid(child_, &status, 0) < 0)
+      if (errno != EINTR) return -1;
+    return status;
+  }
+
   std::string path_;
   std::string tool_;
   std::FILE* file_ = nullptr;
+  pid_t child_ = -1;
 };
 
 // Lines of at most max_line bytes (without the newline, a Windows line
@@ -390,8 +426,11 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
         const std::string_view rest = cut == std::string_view::npos ? std::string_view{} : detail::trim(line.substr(cut));
         const std::string_view second = rest.substr(0, rest.find_first_of(" \t"));
         if (!detail::parse_u64(line.substr(0, cut), start) || !detail::parse_u64(second, count) || count == 0 ||
-            count > 1'000'000 || count - 1 > UINT64_MAX - start)  // the last block, start + count - 1, fits
+            count > 1'000'000)
           lines.fail("expected 'start count' (count 1..1000000): " + detail::quote(line));
+        if (count - 1 > UINT64_MAX - start)  // the last block, start + count - 1, must fit
+          lines.fail(std::to_string(count) + " blocks from block " + std::to_string(start) +
+                     " pass the largest block number, 2^64 - 1: " + detail::quote(line));
         for (std::uint64_t i = 0; i < count && !full(); ++i) b.add(start + i);
         break;
       }

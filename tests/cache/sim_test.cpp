@@ -106,7 +106,9 @@ TEST_CASE("sim: longs are 8-byte big-endian keys", "[cache][sim]") {
   std::string bytes(16, '\0');
   bytes[7] = 1;   // key 1
   bytes[14] = 1;  // key 256
-  const trace t = sim::read_trace(sim::trace_format::longs, write_file("a.longs", bytes + bytes.substr(0, 8)));
+  std::string with_truncated = bytes;
+  with_truncated.append(bytes, 0, 8);
+  const trace t = sim::read_trace(sim::trace_format::longs, write_file("a.longs", with_truncated));
   CHECK(t.keys == std::vector<std::uint32_t>{0, 1, 0});
 }
 
@@ -143,7 +145,7 @@ TEST_CASE("sim: every bad input is named", "[cache][sim]") {
 TEST_CASE("sim: a generator's unknown parameter or bad value is named", "[cache][sim]") {
   CHECK_THROWS_WITH(sim::generate("loop", "keys=10,size=3"), "loop: unknown parameter 'size'");
   CHECK_THROWS_WITH(sim::generate("zipf", "theta=2"),
-                    "zipf: bad value for theta: '2' (expected a number in 0.010000..0.999000)");
+                    "zipf: bad value for theta: '2' (expected a number in 0.01..0.999)");
   CHECK(sim::generate("loop", "keys=3,length=7").keys == std::vector<std::uint32_t>{0, 1, 2, 0, 1, 2, 0});
   CHECK_THROWS_WITH(sim::generate("loop", "keys=10,keys=20"), "loop: parameter 'keys' given twice");
 }
@@ -368,7 +370,8 @@ TEST_CASE("sim: an arc line may run up to the last block number", "[cache][sim]"
   CHECK(sim::read_trace(sim::trace_format::arc, top).keys == std::vector<std::uint32_t>{0, 1, 0});
   const std::string past = write_file("past.arc", "18446744073709551615 2\n");
   CHECK(error_of(sim::trace_format::arc, past) ==
-        past + ":1: expected 'start count' (count 1..1000000): '18446744073709551615 2'");
+        past + ":1: 2 blocks from block 18446744073709551615 pass the largest block number, 2^64 - 1: "
+                "'18446744073709551615 2'");
 }
 
 namespace {
@@ -472,9 +475,7 @@ TEST_CASE("sim: a decompressor that is not installed is named as missing, not th
   const std::string path = write_file("plain.gz", "not read\n");
   const auto [status, out] = run_cache_sim("--sizes=2 'lirs:" + path + "'", true, "PATH=/nonexistent ");
   CHECK(status == 1);
-  // (The shell says "gzip: not found" on its own line before.)
-  CHECK_THAT(out, Catch::EndsWith("\ncache_sim: cannot decompress '" + path +
-                                  "': gzip was not found (is it installed and on PATH?)\n"));
+  CHECK(out == "cache_sim: cannot decompress '" + path + "': gzip was not found (is it installed and on PATH?)\n");
 }
 
 TEST_CASE("sim: cache_sim --json is valid JSON whatever bytes a trace's name holds", "[cache][sim]") {
