@@ -809,7 +809,10 @@ std::string json_number(double v) {
 // [v[0],...,v[n-1]]
 std::string json_numbers(const double* v, unsigned n) {
   std::string s = "[";
-  for (unsigned i = 0; i < n; ++i) s += (i ? "," : "") + json_number(v[i]);
+  for (unsigned i = 0; i < n; ++i) {
+    if (i != 0) s += ',';
+    s += json_number(v[i]);
+  }
   return s + "]";
 }
 

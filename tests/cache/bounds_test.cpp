@@ -202,14 +202,19 @@ TEST_CASE("bounds: a sharded cache's bounds are refused with the values given, n
   CHECK_THROWS_WITH((C{"test.many", {.max_entries = 2 * most + 1, .shards = 2}}),
                     "sharded_cache 'test.many': max_entries " + std::to_string(2 * most + 1) +
                         " exceeds what 2 shards hold (" + std::to_string(most) + " entries each: " +
-                        std::to_string(2 * most) + "); use more shards (at most 4096)");
+                        std::to_string(2 * most) + "); use at least 3 shards (at most 4096)");
   CHECK_NOTHROW((C{"test.many", {.max_entries = 2 * most, .shards = 2, .track = false}}));
   // At the most shards there are no more to suggest.
   const std::uint64_t all = std::uint64_t{most} * C::max_shards;
   CHECK_THROWS_WITH((C{"test.many", {.max_entries = all + 1, .shards = C::max_shards}}),
                     "sharded_cache 'test.many': max_entries " + std::to_string(all + 1) + " exceeds what 4096 shards hold (" +
                         std::to_string(most) + " entries each: " + std::to_string(all) +
-                        "); no cache holds more (4096 shards is the most)");
+                        "); no cache holds more than " + std::to_string(all) + " entries (4096 shards is the most)");
+  // Fewer shards than the most, but even the most would not do: no suggestion of more.
+  CHECK_THROWS_WITH((C{"test.many", {.max_entries = all + 1, .shards = 256}}),
+                    "sharded_cache 'test.many': max_entries " + std::to_string(all + 1) + " exceeds what 256 shards hold (" +
+                        std::to_string(most) + " entries each: " + std::to_string(std::uint64_t{most} * 256) +
+                        "); no cache holds more than " + std::to_string(all) + " entries (4096 shards is the most)");
   // 64 shards: what is left after the shard array, split 64 ways, is one byte
   // below a one-entry cache's footprint in every shard (LRU: no tuner).
   const std::uint64_t one = C::shard_cache::footprint_bytes(1);

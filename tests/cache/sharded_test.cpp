@@ -251,3 +251,35 @@ TEST_CASE("sharded: a recursive load's logic_error not caught by the loader fail
   CHECK(c.get_or_load(7, [](u64) -> u64 { return 70; }) == 70);
   CHECK(c.get_or_load(8, [](u64) -> u64 { return 80; }) == 80);
 }
+
+TEST_CASE("sharded: an untracked cache's peak is the most it held at once, not the sum of its shards' peaks",
+          "[cache][sharded]") {
+  for (const bool track : {true, false}) {
+    sharded_lru_cache<u64, u64> c{track ? "test.sharded.peak.tracked" : "test.sharded.peak.untracked",
+                                  {.max_bytes = 4000, .shards = 2, .track = track}};
+    // A key of each shard (the shard: the low half of the mixed hash, scaled to 2).
+    const auto shard_of = [&](u64 k) { return (std::uint64_t{c.hash_key(k).low()} * 2) >> 32; };
+    u64 a = 0, b = 0;
+    while (shard_of(a) != 0) ++a;
+    while (shard_of(b) != 1) ++b;
+    c.put(a, 1);  // shard 0 allocates its table and first page
+    const std::uint64_t one_shard_full = c.stats().own_bytes;
+    c.clear();    // and gives them back
+    CHECK(c.stats().own_bytes == c.fixed_bytes());
+    c.put(b, 1);  // shard 1 allocates as much
+    const cache_stats s = c.stats();
+    CHECK(s.own_bytes == one_shard_full);
+    CHECK(s.peak_bytes == one_shard_full);  // never more at once
+  }
+}
+
+TEST_CASE("sharded: a loader that erased its own key may load it again (as basic_cache allows)",
+          "[cache][sharded]") {
+  sharded_lru_cache<int, int> c{"test.sharded.erase-self", {.max_entries = 4, .shards = 1}};
+  const int v = c.get_or_load(1, [&](int k) {
+    c.erase(k);  // supersedes this load: the inner one waits for nothing
+    return c.get_or_load(k, [](int) { return 5; }) + 1;
+  });
+  CHECK(v == 6);
+  CHECK(c.get(1) == 5);  // the superseded outer load does not store over the inner one's value
+}

@@ -142,6 +142,34 @@ TEST_CASE("html: the CLI writes the target's --html page to -o FILE or stdout", 
   CHECK(d.out.find("\"live\":{\"before\":10000,\"after\":13000,\"change\":3000}") != std::string::npos);
 }
 
+TEST_CASE("top names what is wrong with a JSON answer that is not a report (exit 3)", "[cli][top]") {
+  temp_dir dir;
+  const env_map env{{"ARENASTAT_SOCKET_DIR", dir.path()}};
+  const std::string prefix = "arenastat: top: the target's stats --json answer is not a report: ";
+  const std::string process = R"("process":{"rss_bytes":1})";
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"{}", "no 'process'"},
+      {"[]", "expected an object holding 'pid'"},
+      {"{" + process + "}", "no 'entries'"},
+      {"{" + process + R"(,"entries":{}})", "'entries' is not an array"},
+      {R"({"process":{"rss_bytes":-1},"entries":[]})", "'rss_bytes' is not a whole number of at least 0"},
+      {"{" + process + R"(,"entries":[{"name":1,"kind":"scope"}]})", "an entry's 'name' is not a string"},
+      {"{" + process + R"(,"entries":[{"name":"a","kind":"cache"}]})",
+       "an entry's 'kind' is neither \"scope\" nor \"account\""},
+      {"{" + process + R"(,"entries":[{"name":"a","kind":"scope","count":-1}]})",
+       "'count' is not a whole number of at least 0"},
+      {"{" + process + R"(,"entries":[{"name":"a","kind":"account","live_bytes":0.5}]})",
+       "an account's 'live_bytes' is not a whole number"},
+  };
+  for (const auto& [answer, why] : cases) {
+    const fake_server s({dir.file("%p.sock"), "--answer=ok\\n" + answer});
+    const cli_result r = run_cli({s.pid(), "top", "--batch", "-n", "1"}, env);
+    CHECK(r.status == 3);
+    CHECK(r.out.empty());
+    CHECK(r.err == prefix + why + "\n");
+  }
+}
+
 TEST_CASE("top refuses a stats --json answer nested too deep or with too many values (exit 3)", "[cli][top]") {
   temp_dir dir;
   const env_map env{{"ARENASTAT_SOCKET_DIR", dir.path()}};

@@ -110,9 +110,26 @@ struct frame {
   std::string time;  // local wall-clock time of the refresh
 };
 
-std::uint64_t u64(const nlohmann::json& j, const char* key) {
+// An answer that is JSON but not a stats --json report: what is wrong with it.
+struct not_a_report {
+  std::string why;
+};
+
+// The member `key` of object `j`, which must be there.
+const nlohmann::json& member(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) throw not_a_report{std::string("expected an object holding '") + key + "'"};
   const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<std::uint64_t>() : 0;
+  if (it == j.end()) throw not_a_report{std::string("no '") + key + "'"};
+  return *it;
+}
+
+// The whole number of at least 0 under `key` in object `j`; 0 when absent.
+std::uint64_t u64(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) throw not_a_report{std::string("expected an object holding '") + key + "'"};
+  const auto it = j.find(key);
+  if (it == j.end()) return 0;
+  if (!it->is_number_unsigned()) throw not_a_report{std::string("'") + key + "' is not a whole number of at least 0"};
+  return it->get<std::uint64_t>();
 }
 
 std::string now_text() {
@@ -156,22 +173,40 @@ class sampler {
     const std::string body = ask_(line, watch);
     const auto when = std::chrono::steady_clock::now();
     const nlohmann::json j = parse_answer(body, fetch);
+    try {
+      return read_frame(j, sort, rows, when);
+    } catch (const not_a_report& e) {
+      throw failure{exit_unreachable, "top: the target's stats --json answer is not a report: " + e.why};
+    }
+  }
+
+ private:
+  // The frame of a parsed answer; throws not_a_report.
+  frame read_frame(const nlohmann::json& j, order sort, std::size_t rows, std::chrono::steady_clock::time_point when) {
     frame f;
-    f.pid = j.value("pid", 0L);
-    const nlohmann::json& p = j.at("process");
+    f.pid = static_cast<long>(u64(j, "pid"));
+    const nlohmann::json& p = member(j, "process");
     f.rss = u64(p, "rss_bytes");
     f.hwm = u64(p, "hwm_bytes");
     f.anon = u64(p, "rss_anon_bytes");
     f.time = now_text();
-    f.total_entries = j.at("entries").size() + u64(j, "omitted_beyond_top") + u64(j, "omitted_smaller");
+    const nlohmann::json& entries = member(j, "entries");
+    if (!entries.is_array()) throw not_a_report{"'entries' is not an array"};
+    f.total_entries = entries.size() + u64(j, "omitted_beyond_top") + u64(j, "omitted_smaller");
     std::map<std::string, std::pair<std::int64_t, std::chrono::steady_clock::time_point>> seen;
-    for (const nlohmann::json& e : j.at("entries")) {
+    for (const nlohmann::json& e : entries) {
       row r;
-      r.name = e.at("name").get<std::string>();
-      r.account = e.at("kind") == "account";
+      const nlohmann::json& name = member(e, "name");
+      if (!name.is_string()) throw not_a_report{"an entry's 'name' is not a string"};
+      r.name = name.get<std::string>();
+      const nlohmann::json& kind = member(e, "kind");
+      if (kind != "account" && kind != "scope") throw not_a_report{"an entry's 'kind' is neither \"scope\" nor \"account\""};
+      r.account = kind == "account";
       r.peak = u64(e, "peak_bytes");
       if (r.account) {
-        r.live = e.value("live_bytes", std::int64_t{0});
+        const auto live = e.find("live_bytes");
+        if (live != e.end() && !live->is_number_integer()) throw not_a_report{"an account's 'live_bytes' is not a whole number"};
+        r.live = live == e.end() ? 0 : live->get<std::int64_t>();
       } else {
         r.runs = u64(e, "count");
         r.limit_hits = u64(e, "oom_count");
@@ -197,7 +232,6 @@ class sampler {
     return f;
   }
 
- private:
   const ask_fn& ask_;
   std::map<std::string, std::pair<std::int64_t, std::chrono::steady_clock::time_point>> previous_;
 };
@@ -234,7 +268,9 @@ std::string growth_cell(const row& r, bool h) {
   if (!r.growth) return "-";
   const double g = *r.growth;
   if (std::fabs(g) < 0.5) return "0";
-  return (g > 0 ? "+" : "") + bytes_cell(g, h);
+  std::string cell = g > 0 ? "+" : "";
+  cell += bytes_cell(g, h);
+  return cell;
 }
 
 std::string pad_left(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }

@@ -47,7 +47,9 @@
 // A Robin Hood probe distance above 63 slots (6 bits) is not representable:
 // an insert that would need one is refused (put returns false, rejected
 // counts it). With a working hash this needs a cluster far beyond what load
-// 3/4 produces (none in 48M puts filling 16M entries).
+// 3/4 produces (none in 48M puts filling 16M entries). The room is checked
+// before a full cache evicts (a refusal changes nothing), so with a hash that
+// sends 64 keys to one slot a full cache refuses every new key.
 #pragma once
 #include <atomic>
 #include <bit>

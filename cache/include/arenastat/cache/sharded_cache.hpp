@@ -32,7 +32,8 @@
 // calling the loader outside the shard lock; every other thread asking for
 // the same key meanwhile waits for that result (or its exception) instead of
 // loading again. A loader that asks for its own key (on its own thread) gets
-// std::logic_error instead of waiting for itself forever, and so does a
+// std::logic_error instead of waiting for itself forever (unless it wrote the
+// key first: its load is then superseded and the ask starts a new one), and so does a
 // wait that would close a cycle across threads (A's loader waits for a key B
 // is loading while B's loader waits, directly or through other threads'
 // loads, in any sharded_cache, for a key A is loading: detail/load_waits.hpp),
@@ -55,6 +56,7 @@
 #include <type_traits>
 
 #include "arenastat/cache/cache.hpp"
+#include "arenastat/cache/detail/footprint_resource.hpp"
 #include "arenastat/cache/detail/load_waits.hpp"
 #include "arenastat/cache/detail/shard_mutex.hpp"
 
@@ -161,14 +163,21 @@ class sharded_cache {
     // Checked here, on the whole cache's figures: a shard's own message would
     // give its share and tell a sharded_cache to use sharded_cache.
     const std::uint64_t most_entries = std::uint64_t{shard_cache::max_capacity} * n;
-    if (options.max_entries > most_entries)
+    if (options.max_entries > most_entries) {
+      // Suggest more shards only when enough of them would do.
+      const std::uint64_t needed = (options.max_entries + shard_cache::max_capacity - 1) / shard_cache::max_capacity;
       throw std::invalid_argument("sharded_cache '" + name_ + "': max_entries " + std::to_string(options.max_entries) +
                                   " exceeds what " + std::to_string(n) + " shards hold (" +
                                   std::to_string(shard_cache::max_capacity) + " entries each: " +
                                   std::to_string(most_entries) + ")" +
-                                  (n < max_shards ? "; use more shards (at most " + std::to_string(max_shards) + ")"
-                                                  : "; no cache holds more (" + std::to_string(max_shards) +
-                                                        " shards is the most)"));
+                                  (needed <= max_shards ? "; use at least " + std::to_string(needed) + " shards (at most " +
+                                                              std::to_string(max_shards) + ")"
+                                                        : "; no cache holds more than " +
+                                                              std::to_string(std::uint64_t{shard_cache::max_capacity} *
+                                                                             max_shards) +
+                                                              " entries (" + std::to_string(max_shards) +
+                                                              " shards is the most)"));
+    }
     bool tuner_fits = true;
     const std::uint64_t shard_bytes =
         options.max_bytes == 0 ? 0 : shard_bytes_for(options.max_bytes - array_bytes, n, tuner_fits);
@@ -182,7 +191,8 @@ class sharded_cache {
       tracker_.emplace(name_, "cache", upstream);
       res_ = &*tracker_;
     } else {
-      res_ = upstream;
+      footprint_.emplace(upstream);  // the exact peak of what the shards hold together
+      res_ = &*footprint_;
     }
     shards_ = static_cast<shard*>(res_->allocate(n * sizeof(shard), alignof(shard)));
     std::size_t built = 0;
@@ -266,10 +276,11 @@ class sharded_cache {
     if (std::optional<V> v = s.cache.get_hashed(key, h)) return std::move(*v);
     for (flight* f = s.flights; f != nullptr; f = f->next) {
       if (f->h.full != h.full || !eq_(*f->key, key)) continue;
-      if (f->loader == std::this_thread::get_id()) [[unlikely]] throw_recursive_load();
       // A load that began before a write of the key has a stale value: a
-      // caller after that write loads afresh (its flight goes first).
+      // caller after that write loads afresh (its flight goes first), its
+      // own loader too (it waits for nothing).
       if (f->superseded) continue;
+      if (f->loader == std::this_thread::get_id()) [[unlikely]] throw_recursive_load();
       return wait_for(lk, *f);
     }
     flight f;
@@ -355,7 +366,6 @@ class sharded_cache {
       t.size += s.size;
       t.capacity += s.capacity;
       t.own_bytes += s.own_bytes;
-      t.peak_bytes += s.peak_bytes;  // sum of shard peaks (replaced below when tracked)
     }
     t.hits += silent_hit_count();
     t.own_bytes += fixed_bytes();
@@ -364,7 +374,7 @@ class sharded_cache {
       t.peak_bytes = tracker_->tracked_account().peak_bytes();
     } else {
       t.live_bytes = static_cast<std::int64_t>(t.own_bytes);
-      t.peak_bytes += fixed_bytes();
+      t.peak_bytes = footprint_->peak();
     }
     t.bytes_per_entry = t.size == 0 ? 0.0 : static_cast<double>(t.own_bytes) / static_cast<double>(t.size);
     return t;
@@ -527,6 +537,7 @@ class sharded_cache {
   [[no_unique_address]] Hash hash_;
   [[no_unique_address]] Eq eq_;
   std::optional<tracking_resource> tracker_;
+  std::optional<detail::footprint_resource> footprint_;  // untracked: what the cache holds, and its peak
   std::pmr::memory_resource* res_ = nullptr;
   shard* shards_ = nullptr;
   std::uint32_t shard_count_ = 0;
