@@ -214,7 +214,9 @@ class input {
     }
     std::fclose(f);  // a tool still writing then ends on SIGPIPE
     const int status = reap();
-    if (check && (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0))
+    // Status 2 is a warning for both tools (gzip: "decompression OK, trailing
+    // garbage ignored"), which they print on stderr: the data is whole.
+    if (check && (status == -1 || !WIFEXITED(status) || (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 2)))
       throw trace_error("decompressing '" + path_ + "' with " + tool_ + " failed (not a valid " +
                         (tool_ == "gzip" ? ".gz" : ".xz") + " file?)");
   }

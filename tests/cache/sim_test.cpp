@@ -119,6 +119,13 @@ TEST_CASE("sim: a gzip-compressed trace is read through gzip", "[cache][sim]") {
   CHECK(sim::read_trace(sim::trace_format::lirs, path + ".gz").keys == std::vector<std::uint32_t>{0, 1, 0});
 }
 
+TEST_CASE("sim: a .gz with trailing garbage is read (gzip's warning, status 2, is no failure)", "[cache][sim]") {
+  const std::string path = write_file("g.lirs", "1\n2\n1\n");
+  REQUIRE(std::system(("gzip -kf " + path + " && printf 'junk' >> " + path + ".gz").c_str()) == 0);
+  written().paths.push_back(path + ".gz");
+  CHECK(sim::read_trace(sim::trace_format::lirs, path + ".gz").keys == std::vector<std::uint32_t>{0, 1, 0});
+}
+
 TEST_CASE("sim: every bad input is named", "[cache][sim]") {
   using f = sim::trace_format;
   CHECK(error_of(f::lirs, "/nonexistent/t") == "cannot open '/nonexistent/t': No such file or directory");

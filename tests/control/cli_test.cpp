@@ -279,8 +279,15 @@ TEST_CASE("a command's bad options are usage errors found before connecting (exi
               "html: unknown option '-or9.html' (expected -o FILE, " + report_options + ")");
 }
 
+TEST_CASE("a pid of more than 9 digits is named too large (exit 2)", "[control][cli]") {
+  const cli_result r = run_cli({"2147483648", "info"}, {});
+  CHECK(r.status == 2);
+  CHECK(r.err == "arenastat: '2147483648' is not a process id (too large: pids are at most 4194304 on Linux; run "
+                 "'arenastat' to list them)\n(arenastat --help prints the usage)\n");
+}
+
 TEST_CASE("an empty pid is no process id, with or without a command (exit 2)", "[control][cli]") {
-  for (const std::vector<std::string> args : {std::vector<std::string>{""}, std::vector<std::string>{"", "info"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{""}, std::vector<std::string>{"", "info"}}) {
     const cli_result r = run_cli(args, {});
     CHECK(r.status == 2);
     CHECK(r.err == "arenastat: '' is not a process id (expected a positive number; run 'arenastat' to list them)\n"

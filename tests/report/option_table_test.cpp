@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <array>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "options.hpp"
 
@@ -78,6 +80,13 @@ TEST_CASE("option table: each bad input has its message", "[options][table]") {
   CHECK(bad("-d 0") == "t: bad option '-d 0': expected -d SECONDS with SECONDS from 0.1 to 3600");
   CHECK(bad("-dx") == "t: bad option '-dx': expected -d SECONDS with SECONDS from 0.1 to 3600");
   CHECK(bad("-d") == "t: bad option '-d': expected -d SECONDS with SECONDS from 0.1 to 3600");
+  CHECK(bad("-d 0x1") == "t: bad option '-d 0x1': expected -d SECONDS with SECONDS from 0.1 to 3600");  // no hex
+  CHECK(bad("-d +1") == "t: bad option '-d +1': expected -d SECONDS with SECONDS from 0.1 to 3600");    // no sign
+  CHECK(bad("-d=inf") == "t: bad option '-d=inf': expected -d SECONDS with SECONDS from 0.1 to 3600");
+  CHECK(bad("-d=1,5") == "t: bad option '-d=1,5': expected -d SECONDS with SECONDS from 0.1 to 3600");
+  CHECK(opt::parse(g, "-d=1e1").values.at(0).real == 10);  // an exponent is a number
+  const std::vector<std::string_view> blank{"-d", " 1"};  // one argv word with a blank (never split)
+  CHECK_THROWS_WITH(opt::parse(g, blank), "t: bad option '-d  1': expected -d SECONDS with SECONDS from 0.1 to 3600");
   CHECK(bad("--sort=d") == "t: bad option '--sort=d': expected --sort=a, --sort=b or --sort=c");
   CHECK(bad("--sort=") == "t: bad option '--sort=': expected --sort=a, --sort=b or --sort=c");
   CHECK(bad("-s=") == "t: bad option '-s=': expected -s=SIZE, e.g. -s=10m");

@@ -342,8 +342,12 @@ invocation parse_arguments(int argc, char** argv) {
 }
 
 long parse_pid(const std::string& text) {
-  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
     throw failure{exit_usage, "'" + text + "' is not a process id (expected a positive number; run 'arenastat' to list them)"};
+  }
+  if (text.size() > 9) {  // Linux's largest pid_max is 4194304
+    throw failure{exit_usage, "'" + text + "' is not a process id (too large: pids are at most 4194304 on Linux; run "
+                              "'arenastat' to list them)"};
   }
   const long pid = std::strtol(text.c_str(), nullptr, 10);
   if (pid <= 0) throw failure{exit_usage, "'" + text + "' is not a process id (expected a positive number)"};

@@ -1,6 +1,8 @@
 // The option table mechanism and the report options' table (options.hpp).
 #include "options.hpp"
 
+#include <charconv>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -91,11 +93,13 @@ void convert(const grammar& g, value& v) {
       return;
     }
     case kind::real: {
-      const std::string text(v.text);
-      char* end = nullptr;
-      errno = 0;
-      const double d = std::strtod(text.c_str(), &end);
-      if (*end != '\0' || errno != 0 || !(d >= s.lo && d <= s.hi)) fail(g, v.word, expectation(s));
+      // Decimal digits, a point and an exponent only: no blanks, sign, hex,
+      // inf or nan (as the counts take no blanks or signs either).
+      double d = 0;
+      const char* first = v.text.data();
+      const char* last = first + v.text.size();
+      const auto [end, ec] = std::from_chars(first, last, d, std::chars_format::general);
+      if (v.text.empty() || ec != std::errc{} || end != last || !(d >= s.lo && d <= s.hi)) fail(g, v.word, expectation(s));
       v.real = d;
       return;
     }
