@@ -67,7 +67,7 @@ void send_text(mg_connection* c, int status, std::string_view reason, std::strin
             "HTTP/1.1 %d %.*s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
             "%.*sConnection: close\r\n\r\n",
             status, static_cast<int>(reason.size()), reason.data(), body.size(), static_cast<int>(extra.size()),
-            extra.data());
+            extra.empty() ? "" : extra.data());  // never a null pointer for %.*s
   mg_write(c, body.data(), body.size());
 }
 

@@ -47,6 +47,31 @@ std::int64_t total(const tag_sums& by_tag) noexcept {
   return live;
 }
 
+// A lower bound of an account's live bytes at one instant during the call,
+// and exactly its live bytes when the threads are at rest (the caller holds
+// its slow mutex). Every slot's allocated bytes are read first, then every
+// slot's freed bytes (its allocated bytes less its live bytes, the live bytes
+// read first). Both only grow, and an owner stores an allocation's bytes in
+// `allocated` before it adds them to its live bytes (on_allocate,
+// try_on_allocate, the shared slot's read-modify-writes; program order is
+// store order on x86-64), so the first sum is at most, and the freed sum at
+// least, what they were at the instant between the two passes. Unlike the
+// plain sum of the slots' live bytes, it cannot exceed the live bytes of a
+// moment that existed, so a peak raised to it never exceeds the true peak.
+std::int64_t live_lower_bound(const detail::account_slot* slots) noexcept {
+  std::uint64_t allocated = 0;
+  for (const detail::account_slot* s = slots; s; s = s->next) allocated += detail::slot_load(s->allocated);
+  std::atomic_thread_fence(std::memory_order_acquire);  // the first pass before the second
+  std::uint64_t freed = 0;
+  for (const detail::account_slot* s = slots; s; s = s->next) {
+    std::int64_t live = 0;
+    for (std::size_t i = 0; i < max_tags; ++i)
+      live += std::atomic_ref<const std::int64_t>(s->live_by_tag[i]).load(std::memory_order_acquire);
+    freed += detail::slot_load(s->allocated) - static_cast<std::uint64_t>(live);
+  }
+  return static_cast<std::int64_t>(allocated - freed);
+}
+
 }  // namespace
 
 // The registry: name -> account. Never destroyed.
@@ -255,6 +280,26 @@ void account::record_peak_breakdown(std::int64_t peak) noexcept {
   slow_->at_peak_value = peak;
 }
 
+void account::raise_peak_to_live() const noexcept {
+  const std::int64_t floor = live_lower_bound(slow_->slots);
+  std::int64_t current = shared_.peak.load(std::memory_order_relaxed);
+  while (floor > current) {
+    if (shared_.peak.compare_exchange_weak(current, floor, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+      // The breakdown of the bytes live now (exact at rest, like the floor).
+      const tag_sums by_tag = sum_by_tag(slow_->slots);
+      std::copy(by_tag.begin(), by_tag.end(), slow_->at_peak);
+      slow_->at_peak_value = floor;
+      return;
+    }
+  }
+}
+
+std::uint64_t account::peak_bytes() const noexcept {
+  std::lock_guard lock(slow_->mutex);
+  raise_peak_to_live();
+  return static_cast<std::uint64_t>(shared_.peak.load(std::memory_order_relaxed));
+}
+
 std::int64_t account::live_bytes() const noexcept {
   std::lock_guard lock(slow_->mutex);
   return total(sum_by_tag(slow_->slots));
@@ -271,6 +316,7 @@ account_totals account::totals() const {
       out.allocations += detail::slot_load(s->allocations);
       out.frees += detail::slot_load(s->frees);
     }
+    raise_peak_to_live();
     by_tag = sum_by_tag(slow_->slots);
     out.peak_bytes = static_cast<std::uint64_t>(shared_.peak.load(std::memory_order_relaxed));
     const std::uint64_t used = tags_used_.load(std::memory_order_relaxed);
@@ -290,11 +336,13 @@ account_totals account::totals() const {
 
 void account::reset_peak() noexcept {
   std::lock_guard lock(slow_->mutex);
+  // The live bytes of a moment during the call (live_lower_bound): never
+  // above the true peak from the reset on, whatever the threads are doing.
+  const std::int64_t live = std::max<std::int64_t>(live_lower_bound(slow_->slots), 0);
   const tag_sums by_tag = sum_by_tag(slow_->slots);
-  const std::int64_t live = total(by_tag);
-  shared_.peak.store(std::max<std::int64_t>(live, 0), std::memory_order_relaxed);
+  shared_.peak.store(live, std::memory_order_relaxed);
   std::copy(by_tag.begin(), by_tag.end(), slow_->at_peak);
-  slow_->at_peak_value = std::max<std::int64_t>(live, 0);
+  slow_->at_peak_value = live;
   // Every thread's fast path checked a limit below the old peak: look again.
   for (detail::account_slot* s = slow_->slots; s; s = s->next)
     std::atomic_ref(s->limit).store(-1, std::memory_order_release);

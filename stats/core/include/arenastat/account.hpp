@@ -15,9 +15,16 @@
 // so the peak never exceeds the true peak and lags it by at most
 // flush_threshold / 2 bytes per other thread holding unpublished growth: a
 // thread that allocated and then went idle keeps up to that much unpublished
-// until it next frees more than it holds back or passes its limit (8 threads
-// allocating 30,000 bytes each, one after another, leave the peak at 30,000
-// with 240,000 live). With one thread the peak is exact.
+// until it next frees more than it holds back or passes its limit. Every read
+// of the peak (peak_bytes, totals, the reports) first raises it to the live
+// bytes of a moment during the read when those are higher (a lower bound
+// computed from the slots' allocated and freed bytes, which only grow, so it
+// never passes the true peak; exact at rest). So a read at rest never shows
+// a peak below the live bytes: 8 threads allocating 30,000 bytes each, one
+// after another, and holding them read a peak of 240,000 (the allocations
+// themselves raised it to 30,000); what stays uncounted is a held-back
+// high point that is gone again before any read. With one thread the peak
+// is exact.
 // (A thread that frees more than it allocates, e.g. a consumer of another
 // thread's blocks, therefore pays one relaxed atomic add per free.)
 // Totals are exact whenever the threads are at rest.
@@ -247,9 +254,10 @@ class account {
   // Sums every thread's slot. Exact when the threads feeding it are at rest.
   account_totals totals() const;
   std::int64_t live_bytes() const noexcept;
-  std::uint64_t peak_bytes() const noexcept {
-    return static_cast<std::uint64_t>(shared_.peak.load(std::memory_order_relaxed));
-  }
+  // The peak, first raised to the live bytes of a moment during the call
+  // when those are higher (see the top of this file). Takes the account's
+  // slow-path mutex and reads every slot, as totals() does.
+  std::uint64_t peak_bytes() const noexcept;
 
   // Sets the peak (and its breakdown) to the current live values.
   void reset_peak() noexcept;
@@ -304,6 +312,10 @@ class account {
   // Takes the slow-path mutex and copies the per-tag sums as the breakdown of
   // `peak`, unless a higher peak has been raised meanwhile.
   void record_peak_breakdown(std::int64_t peak) noexcept;
+  // Under the slow-path mutex: raises the peak to a lower bound of the live
+  // bytes at a moment during the call (exact at rest), with the breakdown of
+  // the bytes live now, when that is higher. Every read of the peak does it.
+  void raise_peak_to_live() const noexcept;
 
   std::string name_;
   std::uint32_t id_;
@@ -312,7 +324,7 @@ class account {
   struct alignas(64) shared_counters {
     std::atomic<std::int64_t> live{0};  // sum of flushed nets
     std::atomic<std::int64_t> peak{0};
-  } shared_;
+  } mutable shared_;  // mutable: a read of the peak may raise it (raise_peak_to_live)
   std::atomic<std::uint64_t> tags_used_{0};  // bit per declared tag
   // Low 32 bits: resources attached now (attach_resource - detach_resource);
   // high 32 bits: attachments ever, so that the last detacher can tell that
