@@ -59,9 +59,11 @@ std::int64_t total(const tag_sums& by_tag) noexcept {
 // plain sum of the slots' live bytes, it cannot exceed the live bytes of a
 // moment that existed, so a peak raised to it never exceeds the true peak.
 std::int64_t live_lower_bound(const detail::account_slot* slots) noexcept {
+  // Acquire loads throughout: no load of the second pass moves before one of
+  // the first, nor a slot's allocated bytes before its live bytes.
   std::uint64_t allocated = 0;
-  for (const detail::account_slot* s = slots; s; s = s->next) allocated += detail::slot_load(s->allocated);
-  std::atomic_thread_fence(std::memory_order_acquire);  // the first pass before the second
+  for (const detail::account_slot* s = slots; s; s = s->next)
+    allocated += std::atomic_ref<const std::uint64_t>(s->allocated).load(std::memory_order_acquire);
   std::uint64_t freed = 0;
   for (const detail::account_slot* s = slots; s; s = s->next) {
     std::int64_t live = 0;
