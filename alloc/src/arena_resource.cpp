@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "stack_accounts.hpp"
+
 namespace arenastat {
 
 struct arena_resource::chunk {
@@ -23,7 +25,10 @@ void validate(const arena_options& o, const std::pmr::memory_resource* upstream)
     throw std::invalid_argument("arenastat::arena_resource: " + what);
   };
   if (!upstream) fail("upstream resource is null");
-  if (!o.account.empty()) account::check_name(o.account);
+  if (!o.account.empty()) {
+    account::check_name(o.account);
+    detail::refuse_double_charge("arenastat::arena_resource", upstream, o.account);
+  }
   if (o.initial_chunk < arena_resource::chunk_header_size + arena_resource::chunk_alignment)
     fail("initial_chunk " + std::to_string(o.initial_chunk) + " is smaller than " +
          std::to_string(arena_resource::chunk_header_size + arena_resource::chunk_alignment));

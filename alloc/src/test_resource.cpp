@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "arenastat/context.hpp"
+#include "quoted.hpp"
+#include "stack_accounts.hpp"
 #include "arenastat/tags.hpp"
 
 namespace arenastat {
@@ -137,6 +139,8 @@ namespace {
 // none behind), then returns it.
 account& checked_account(std::string_view name, const std::pmr::memory_resource* upstream) {
   if (!upstream) throw std::invalid_argument("arenastat::test_resource: upstream resource is null");
+  account::check_name(name);
+  detail::refuse_double_charge("arenastat::test_resource " + detail::quoted(name), upstream, name);
   return account::get(name);
 }
 
@@ -151,6 +155,8 @@ test_resource::test_resource(std::string_view name, const test_resource_options&
   account_->use_tag(tag_);
   account_->attach_resource();
 }
+
+std::pmr::memory_resource* test_resource::upstream() const noexcept { return state_->upstream; }
 
 test_resource::~test_resource() {
   std::unique_lock lock(state_->mu);

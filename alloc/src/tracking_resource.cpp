@@ -3,6 +3,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "quoted.hpp"
+#include "stack_accounts.hpp"
+
 namespace arenastat {
 
 account& tracking_resource::checked_account(std::string_view name, std::string_view tag,
@@ -10,6 +13,7 @@ account& tracking_resource::checked_account(std::string_view name, std::string_v
   if (upstream == nullptr)
     throw std::invalid_argument("arenastat::tracking_resource: upstream resource is null");
   account::check_name(name);
+  detail::refuse_double_charge("arenastat::tracking_resource " + detail::quoted(name), upstream, name);
   register_tag(tag);  // checks the tag; before the account, which is never removed
   return account::get(name);
 }

@@ -349,3 +349,38 @@ TEMPLATE_TEST_CASE("matrix: a limit refuses the request before upstream is asked
   CHECK(e.oom_count == 1);
   CHECK(e.peak_bytes == static_cast<std::uint64_t>(s.scope_bytes() + bookkeeping));
 }
+
+// Two layers of one stack charging the same account would count the lower
+// layer's bytes twice there: refused when the upper layer is built, before
+// anything is registered.
+TEST_CASE("a resource over a stack that already charges its account is refused", "[composition]") {
+  const std::string why =
+      ", which already charges account 'stack.same' for every byte taken through it: they would count twice there; "
+      "give one of the two layers another account";
+  tracking_resource below{"stack.same"};
+  const std::size_t accounts = arenastat::account_entry_count();
+  CHECK_THROWS_WITH((arena_resource{"node", {.account = "stack.same"}, &below}),
+                    "arenastat::arena_resource: its upstream stack holds a tracking_resource 'stack.same'" + why);
+  CHECK_THROWS_WITH((tracking_resource{"stack.same", &below}),
+                    "arenastat::tracking_resource 'stack.same': its upstream stack holds a tracking_resource "
+                    "'stack.same'" + why);
+  CHECK_THROWS_WITH((arenastat::test_resource{"stack.same", &below}),
+                    "arenastat::test_resource 'stack.same': its upstream stack holds a tracking_resource "
+                    "'stack.same'" + why);
+  // Found through the layers between: an arena of another account, a tracking_resource of another.
+  arena_resource arena_between{"node", {.account = "stack.other"}, &below};
+  tracking_resource tracking_between{"stack.third", &arena_between};
+  CHECK_THROWS_WITH((tracking_resource{"stack.same", &tracking_between}),
+                    "arenastat::tracking_resource 'stack.same': its upstream stack holds a tracking_resource "
+                    "'stack.same'" + why);
+  // An arena charging the account is found too.
+  arena_resource charged{"node", {.account = "stack.arena"}};
+  CHECK_THROWS_WITH((tracking_resource{"stack.arena", &charged}),
+                    "arenastat::tracking_resource 'stack.arena': its upstream stack holds an arena_resource with "
+                    "account 'stack.arena', which already charges account 'stack.arena' for every byte taken through "
+                    "it: they would count twice there; give one of the two layers another account");
+  CHECK(arenastat::account_entry_count() == accounts + 3);  // stack.other, stack.third, stack.arena; none refused
+  // Different accounts at each layer are fine; so are siblings of one account.
+  CHECK_NOTHROW(tracking_resource{"stack.fourth", &tracking_between});
+  CHECK_NOTHROW(tracking_resource{"stack.same"});
+}

@@ -35,7 +35,9 @@ class arena_resource final : public std::pmr::memory_resource {
   static constexpr std::size_t chunk_header_size = 64;
   static constexpr std::size_t chunk_alignment = alignof(std::max_align_t);
 
-  // Throws std::invalid_argument naming the field for a bad tag or policy.
+  // Throws std::invalid_argument naming the field for a bad tag or policy, or
+  // when options.account is already charged by a resource of the upstream
+  // stack (its bytes would count twice there: docs/concepts.md).
   explicit arena_resource(std::string_view tag,
                           std::pmr::memory_resource* upstream = std::pmr::get_default_resource());
   arena_resource(std::string_view tag, const arena_options& options,
@@ -70,6 +72,8 @@ class arena_resource final : public std::pmr::memory_resource {
   std::size_t next_chunk_size() const noexcept { return next_size_; }
   tag_id tag() const noexcept { return tag_; }
   std::pmr::memory_resource* upstream() const noexcept { return upstream_; }
+  // The account its chunks are charged to (arena_options::account), or null.
+  account* charged_account() const noexcept { return account_; }
 
  protected:
   // Fast path: the bump pointer is already aligned and `bytes` fit in what is

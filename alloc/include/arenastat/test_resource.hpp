@@ -89,6 +89,7 @@ class test_resource final : public std::pmr::memory_resource {
 
   std::string_view name() const noexcept;
   account& tracked_account() const noexcept { return *account_; }
+  std::pmr::memory_resource* upstream() const noexcept;
 
   // Counters, as BDE names them: in use now, the most in use at once, ever allocated.
   std::int64_t blocks_in_use() const noexcept;

@@ -81,8 +81,10 @@ class tracking_resource final : public std::pmr::memory_resource {
  private:
   // Checks every argument before anything is registered (a refused resource
   // leaves no account or tag behind), registers the tag, then returns the
-  // account. Throws std::invalid_argument for a null upstream or a bad name
-  // or tag, std::length_error when every tag is in use.
+  // account. Throws std::invalid_argument for a null upstream, a bad name or
+  // tag, or an upstream stack that already charges the account `name` (its
+  // bytes would count twice there: docs/concepts.md), std::length_error when
+  // every tag is in use.
   static account& checked_account(std::string_view name, std::string_view tag, std::pmr::memory_resource* upstream);
   // Larger than any object (PTRDIFF_MAX): refused with std::bad_alloc before
   // the upstream is asked (libstdc++'s aligned operator new wraps on sizes

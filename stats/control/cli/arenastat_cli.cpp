@@ -103,7 +103,10 @@ void print_usage() {
     }
     out += '\n';
   };
-  for (const arenastat::wire::command_info& c : arenastat::wire::commands()) command(c.name, arguments(c), "");
+  for (const arenastat::wire::command_info& c : arenastat::wire::commands()) {
+    command(c.name, arguments(c), c.description);
+    out += opt::help_text(c.options, "              ");
+  }
   command("html", opt::synopsis(html_grammar().specs) + " [report options]", "the --html report, to FILE or stdout");
   out += opt::help_text(html_grammar().specs, "              ");
   command("top", opt::synopsis(top_grammar().specs), "live view");

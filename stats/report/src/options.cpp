@@ -281,8 +281,21 @@ constexpr spec prometheus{.name = "--prometheus", .help = "the Prometheus text e
 constexpr spec html{.name = "--html", .help = "a self-contained HTML page with a map of the name tree",
                     .group = format_group};
 
+// diff takes the same options, minus two formats, with its own meanings of -s
+// and --sort (docs/cli.md, "diff"): the parser is the same, the help is diff's.
+constexpr spec diff_min_size{.name = "-s", .type = kind::size, .value = "SIZE",
+                             .help = "hide entries whose live and peak changes are both below SIZE bytes",
+                             .example = "10m"};
+constexpr spec diff_human{.name = "-H", .help = "human-readable sizes and changes (1.5M, +512K)"};
+constexpr spec diff_sort{.name = "--sort", .type = kind::choice,
+                         .help = "order: largest live or peak change (default), count change, name, live change",
+                         .choices = "peak|count|name|live"};
+constexpr spec diff_json{.name = "--json", .help = "JSON, schema version 1", .group = format_group};
+constexpr spec diff_html{.name = "--html", .help = "a self-contained HTML page with a map of the changes",
+                         .group = format_group};
+
 constexpr std::array report_table{min_size, human, sort, top, json, tree, prometheus, html};
-constexpr std::array diff_table{min_size, human, sort, top, json, html};
+constexpr std::array diff_table{diff_min_size, diff_human, diff_sort, top, diff_json, diff_html};
 
 }  // namespace
 
