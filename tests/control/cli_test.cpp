@@ -275,6 +275,10 @@ TEST_CASE("a command's bad options are usage errors found before connecting (exi
   usage_error({"1", "process", "--bogus"}, "process: unknown option '--bogus' (expected -H, --json)");
   usage_error({"1", "diff", "--tree"},
               "diff: unknown option '--tree' (expected " + report_options + ", --json, --html)");
+  // -o takes the next word whatever it is: here a file named --json; --tree is the clash.
+  usage_error({"1", "html", "-o", "--json", "--tree"},
+              "html: '--tree' chooses another output format; html writes the page (its report options: -s, --sort, "
+              "--top, -H)");
   usage_error({"1", "html", "-or9.html"},
               "html: unknown option '-or9.html' (expected -o FILE, " + report_options + ")");
 }

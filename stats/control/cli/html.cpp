@@ -73,22 +73,22 @@ const opt::grammar& html_and_report_grammar() {
 
 int run_html(const std::vector<std::string>& args, const ask_fn& ask) {
   std::string file, line = "stats --html";
-  std::vector<std::string> words;
-  for (const std::string& w : args) {
+  // Checked here, before connecting (a size's value is checked by the target).
+  const opt::grammar& g = html_and_report_grammar();
+  const opt::parsed p = parse_options(g, args, opt::operands::pass);
+  for (const std::string_view w : p.operands) {
+    if (w == "--html") continue;  // what html asks for anyway
     // A format option (the report table's format group) would clash with the
     // --html this command adds: say so in the user's words, not the request's.
-    const std::string_view name = std::string_view(w).substr(0, w.find('='));
-    if (w == "--html") continue;  // what html asks for anyway
+    const std::string_view name = w.substr(0, w.find('='));
     for (const opt::spec& s : opt::report_specs())
       if (s.group != 0 && s.name == name)
         throw failure{exit_usage, "html: '" + std::string(name) +
                                       "' chooses another output format; html writes the page (its report options: -s, "
                                       "--sort, --top, -H)"};
-    words.push_back(w);
+    parse_options(g, {std::string(w)});  // anything else is unknown: says so, with what html takes
   }
-  // Checked here, before connecting (a size's value is checked by the target).
-  const opt::grammar& g = html_and_report_grammar();
-  for (const opt::value& v : parse_options(g, words).values) {
+  for (const opt::value& v : p.values) {
     if (v.option == &g.specs[0]) {
       file = v.text;  // -o
     } else {
