@@ -423,7 +423,7 @@ std::mutex counters_mu;
 default_resource_guard::default_resource_guard() : counter_(new counter) {
   std::lock_guard lock(counters_mu);
   all_counters().push_back(counter_);
-  live_guards().reserve(live_guards().size() + 1);  // the destructor's erase cannot throw
+  live_guards().reserve(live_guards().size() + 1);  // so the push_back below, after the default is set, cannot throw
   counter_->upstream = std::pmr::get_default_resource();
   previous_ = std::pmr::set_default_resource(counter_);
   live_guards().push_back(this);

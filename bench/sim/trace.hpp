@@ -19,6 +19,7 @@
 // file, the line and what was wrong.
 #pragma once
 #include <cerrno>
+#include <csignal>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -133,7 +134,7 @@ inline std::uint64_t key_of_text(std::string_view s) {
 class input {
  public:
   explicit input(const std::string& path) : path_(path) {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
+    std::FILE* f = std::fopen(path.c_str(), "rbe");  // e: O_CLOEXEC (the tool gets it as stdin only)
     if (!f) throw trace_error("cannot open '" + path + "': " + std::strerror(errno));
     const auto ends = [&](std::string_view e) { return path.size() > e.size() && path.ends_with(e); };
     const char* tool = ends(".gz") ? "gzip" : ends(".xz") ? "xz" : nullptr;
@@ -170,9 +171,10 @@ class input {
     }
     file_ = ::fdopen(out[0], "rb");
     if (!file_) {
+      const int why = errno;
       ::close(out[0]);
       reap();
-      throw trace_error("cannot read " + tool_ + "'s output for '" + path + "': " + std::strerror(errno));
+      throw trace_error("cannot read " + tool_ + "'s output for '" + path + "': " + std::strerror(why));
     }
   }
   input(const input&) = delete;
@@ -213,6 +215,9 @@ class input {
       return;
     }
     std::fclose(f);  // a tool still writing then ends on SIGPIPE
+    // Given up early (not checked): a tool waiting on an idle FIFO's writer
+    // would never write again to meet that SIGPIPE.
+    if (!check) ::kill(child_, SIGTERM);
     const int status = reap();
     // Status 2 is a warning for both tools (gzip: "decompression OK, trailing
     // garbage ignored"), which they print on stderr: the data is whole.

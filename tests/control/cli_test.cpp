@@ -279,6 +279,8 @@ TEST_CASE("a command's bad options are usage errors found before connecting (exi
   usage_error({"1", "html", "-o", "--json", "--tree"},
               "html: '--tree' chooses another output format; html writes the page (its report options: -s, --sort, "
               "--top, -H)");
+  usage_error({"1", "html", "--html=1"},
+              "html: unknown option '--html=1' (expected -o FILE, " + report_options + ")");
   usage_error({"1", "html", "-or9.html"},
               "html: unknown option '-or9.html' (expected -o FILE, " + report_options + ")");
 }

@@ -506,3 +506,32 @@ TEST_CASE("peak_bytes() alone raises the peak to the live bytes other threads ho
   r.deallocate(theirs, 20000);
   CHECK(r.tracked_account().peak_bytes() == 40000);
 }
+TEST_CASE("a read of the peak never passes the most that was live, while threads allocate and free",
+          "[account][threads]") {
+  // Two threads each hold at most one block of 1000 bytes at a time, so the
+  // account's live bytes never pass 2000 (plus the reader's nothing). A read
+  // raises the peak to a lower bound of the live bytes of a moment during
+  // it: however the reads fall among the threads' updates, never above 2000.
+  tracking_resource r{"test.account.read-bound"};
+  std::atomic<bool> stop{false};
+  std::atomic<int> ready{0};
+  const auto churn = [&] {
+    ready.fetch_add(1);
+    while (ready.load() < 3) std::this_thread::yield();
+    for (int i = 0; i < 200'000 && !stop.load(std::memory_order_relaxed); ++i) r.deallocate(r.allocate(1000), 1000);
+  };
+  std::thread a(churn), b(churn);
+  ready.fetch_add(1);
+  std::uint64_t most = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    most = std::max(most, r.tracked_account().peak_bytes());
+    most = std::max(most, r.tracked_account().totals().peak_bytes);
+  }
+  stop.store(true);
+  a.join();
+  b.join();
+  CHECK(most <= 2000);
+  CHECK(r.tracked_account().peak_bytes() <= 2000);
+  CHECK(r.tracked_account().peak_bytes() >= 1000);
+  CHECK(r.tracked_account().live_bytes() == 0);
+}

@@ -85,6 +85,13 @@ TEST_CASE("option table: each bad input has its message", "[options][table]") {
   CHECK(bad("-d=inf") == "t: bad option '-d=inf': expected -d SECONDS with SECONDS from 0.1 to 3600");
   CHECK(bad("-d=1,5") == "t: bad option '-d=1,5': expected -d SECONDS with SECONDS from 0.1 to 3600");
   CHECK(opt::parse(g, "-d=1e1").values.at(0).real == 10);  // an exponent is a number
+  // With a range that takes 0, a sign, inf and nan are still refused.
+  constexpr std::array from_zero{opt::spec{.name = "-x", .type = opt::kind::real, .value = "X", .lo = 0, .hi = 10}};
+  const opt::grammar gz{.who = "", .specs = from_zero};
+  for (const char* w : {"-x=-0", "-x=nan", "-x=inf", "-x=-1"})
+    CHECK_THROWS_WITH(opt::parse(gz, w), std::string("bad option '") + w + "': expected -x=X with X from 0 to 10");
+  CHECK(opt::parse(gz, "-x=0").values.at(0).real == 0);
+  CHECK(opt::parse(gz, "-x=.5").values.at(0).real == 0.5);
   const std::vector<std::string_view> blank{"-d", " 1"};  // one argv word with a blank (never split)
   CHECK_THROWS_WITH(opt::parse(g, blank), "t: bad option '-d  1': expected -d SECONDS with SECONDS from 0.1 to 3600");
   CHECK(bad("--sort=d") == "t: bad option '--sort=d': expected --sort=a, --sort=b or --sort=c");

@@ -82,7 +82,7 @@ int run_html(const std::vector<std::string>& args, const ask_fn& ask) {
     // --html this command adds: say so in the user's words, not the request's.
     const std::string_view name = w.substr(0, w.find('='));
     for (const opt::spec& s : opt::report_specs())
-      if (s.group != 0 && s.name == name)
+      if (s.group != 0 && s.name == name && name != "--html")
         throw failure{exit_usage, "html: '" + std::string(name) +
                                       "' chooses another output format; html writes the page (its report options: -s, "
                                       "--sort, --top, -H)"};

@@ -48,29 +48,22 @@ std::int64_t total(const tag_sums& by_tag) noexcept {
 }
 
 // A lower bound of an account's live bytes at one instant during the call,
-// and exactly its live bytes when the threads are at rest (the caller holds
-// its slow mutex). Every slot's allocated bytes are read first, then every
-// slot's freed bytes (its allocated bytes less its live bytes, the live bytes
-// read first). Both only grow, and an owner stores an allocation's bytes in
-// `allocated` before it adds them to its live bytes (on_allocate,
-// try_on_allocate, the shared slot's read-modify-writes; program order is
-// store order on x86-64), so the first sum is at most, and the freed sum at
-// least, what they were at the instant between the two passes. Unlike the
-// plain sum of the slots' live bytes, it cannot exceed the live bytes of a
-// moment that existed, so a peak raised to it never exceeds the true peak.
+// exactly its live bytes when the threads are at rest (the caller holds its
+// slow mutex): every slot's allocated bytes are read first, then every slot's
+// freed bytes. Both only grow, so the first sum is at most, and the second at
+// least, what they were at the instant T between the two passes; and in every
+// slot, at every instant, allocated - freed is at most its live bytes (an
+// owner adds an allocation to `allocated` after its live bytes, and a free to
+// `freed` before it takes it from them; release stores, or x86-64's program
+// order, with acquire loads here). So the result is at most the live bytes
+// at T, and a peak raised to it never exceeds the true peak.
 std::int64_t live_lower_bound(const detail::account_slot* slots) noexcept {
-  // Acquire loads throughout: no load of the second pass moves before one of
-  // the first, nor a slot's allocated bytes before its live bytes.
   std::uint64_t allocated = 0;
   for (const detail::account_slot* s = slots; s; s = s->next)
     allocated += std::atomic_ref<const std::uint64_t>(s->allocated).load(std::memory_order_acquire);
   std::uint64_t freed = 0;
-  for (const detail::account_slot* s = slots; s; s = s->next) {
-    std::int64_t live = 0;
-    for (std::size_t i = 0; i < max_tags; ++i)
-      live += std::atomic_ref<const std::int64_t>(s->live_by_tag[i]).load(std::memory_order_acquire);
-    freed += detail::slot_load(s->allocated) - static_cast<std::uint64_t>(live);
-  }
+  for (const detail::account_slot* s = slots; s; s = s->next)
+    freed += std::atomic_ref<const std::uint64_t>(s->freed).load(std::memory_order_acquire);
   return static_cast<std::int64_t>(allocated - freed);
 }
 
@@ -211,9 +204,9 @@ void account::flush(detail::account_slot& s) noexcept {
 void account::on_allocate_shared(std::size_t bytes, tag_id tag) noexcept {
   detail::account_slot& s = slow_->shared;
   const auto n = static_cast<std::int64_t>(bytes);
-  std::atomic_ref(s.allocated).fetch_add(bytes, std::memory_order_relaxed);
   std::atomic_ref(s.allocations).fetch_add(1, std::memory_order_relaxed);
   std::atomic_ref(s.live_by_tag[tag]).fetch_add(n, std::memory_order_relaxed);
+  std::atomic_ref(s.allocated).fetch_add(bytes, std::memory_order_release);  // after the live bytes
   const std::int64_t live = shared_.live.fetch_add(n, std::memory_order_relaxed) + n;
   if (live > shared_.peak.load(std::memory_order_relaxed)) raise_peak(live);
 }
@@ -222,7 +215,8 @@ void account::on_deallocate_shared(std::size_t bytes, tag_id tag) noexcept {
   detail::account_slot& s = slow_->shared;
   const auto n = static_cast<std::int64_t>(bytes);
   std::atomic_ref(s.frees).fetch_add(1, std::memory_order_relaxed);
-  std::atomic_ref(s.live_by_tag[tag]).fetch_sub(n, std::memory_order_relaxed);
+  std::atomic_ref(s.freed).fetch_add(bytes, std::memory_order_relaxed);
+  std::atomic_ref(s.live_by_tag[tag]).fetch_sub(n, std::memory_order_release);  // after `freed`
   shared_.live.fetch_sub(n, std::memory_order_relaxed);
 }
 

@@ -1,6 +1,7 @@
 // The option table mechanism and the report options' table (options.hpp).
 #include "options.hpp"
 
+#include <cctype>
 #include <charconv>
 
 #include <algorithm>
@@ -94,12 +95,15 @@ void convert(const grammar& g, value& v) {
     }
     case kind::real: {
       // Decimal digits, a point and an exponent only: no blanks, sign, hex,
-      // inf or nan (as the counts take no blanks or signs either).
+      // inf or nan (as the counts take no blanks or signs either). from_chars
+      // takes no blanks, '+' or hex, but does take '-', inf and nan: the
+      // first character must be a digit or the point.
       double d = 0;
       const char* first = v.text.data();
       const char* last = first + v.text.size();
+      const bool starts_well = !v.text.empty() && (std::isdigit(static_cast<unsigned char>(v.text[0])) || v.text[0] == '.');
       const auto [end, ec] = std::from_chars(first, last, d, std::chars_format::general);
-      if (v.text.empty() || ec != std::errc{} || end != last || !(d >= s.lo && d <= s.hi)) fail(g, v.word, expectation(s));
+      if (!starts_well || ec != std::errc{} || end != last || !(d >= s.lo && d <= s.hi)) fail(g, v.word, expectation(s));
       v.real = d;
       return;
     }

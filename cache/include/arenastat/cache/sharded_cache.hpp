@@ -373,8 +373,11 @@ class sharded_cache {
       t.live_bytes = tracker_->tracked_account().live_bytes();
       t.peak_bytes = tracker_->tracked_account().peak_bytes();
     } else {
-      t.live_bytes = static_cast<std::int64_t>(t.own_bytes);
-      t.peak_bytes = footprint_->peak();
+      // One counter for both: the shards' own bytes, summed one lock at a
+      // time, are no snapshot. Its peak is raised just after it, so a read
+      // between the two takes the larger.
+      t.live_bytes = static_cast<std::int64_t>(footprint_->bytes());
+      t.peak_bytes = std::max<std::uint64_t>(footprint_->peak(), footprint_->bytes());
     }
     t.bytes_per_entry = t.size == 0 ? 0.0 : static_cast<double>(t.own_bytes) / static_cast<double>(t.size);
     return t;

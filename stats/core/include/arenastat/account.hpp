@@ -53,6 +53,11 @@ struct alignas(64) account_slot {
   std::uint64_t allocated = 0;
   std::uint64_t allocations = 0;
   std::uint64_t frees = 0;
+  // Bytes freed on this thread. With `allocated` it gives readers a lower
+  // bound of the live bytes (account.cpp, live_lower_bound): an owner adds an
+  // allocation to `allocated` after its live bytes, and a free to `freed`
+  // before it takes it from them, so allocated - freed never exceeds them.
+  std::uint64_t freed = 0;
   std::int64_t unflushed = 0;            // owner only: net not yet in shared live
   // What unflushed may reach on the fast path: min(hold-back, peak - shared
   // live) when the owner last looked. Written by the owner (slow path) and by
@@ -94,6 +99,29 @@ template <class T>
   a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
 #else
   asm volatile("addq %1, %0" : "+m"(counter) : "er"(v));
+#endif
+}
+// As owner_add, and no earlier store of the owner's is seen after it (x86-64:
+// stores are seen in program order, so the same `add`; elsewhere a release
+// store, which readers' acquire loads pair with).
+template <class T>
+[[gnu::always_inline]] inline void owner_add_release(T& counter, T v) noexcept {
+  static_assert(sizeof(T) == 8);
+#if defined(ARENASTAT_OWNER_ADD_ATOMIC_REF)
+  std::atomic_ref<T> a(counter);
+  a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_release);
+#else
+  asm volatile("addq %1, %0" : "+m"(counter) : "er"(v));
+#endif
+}
+template <class T>
+[[gnu::always_inline]] inline void owner_sub_release(T& counter, T v) noexcept {
+  static_assert(sizeof(T) == 8);
+#if defined(ARENASTAT_OWNER_ADD_ATOMIC_REF)
+  std::atomic_ref<T> a(counter);
+  a.store(a.load(std::memory_order_relaxed) - v, std::memory_order_release);
+#else
+  asm volatile("subq %1, %0" : "+m"(counter) : "er"(v));
 #endif
 }
 template <class T>
@@ -173,9 +201,9 @@ class account {
     if (!slot) [[unlikely]] return on_allocate_shared(bytes, tag);
     detail::account_slot& s = *slot;
     const auto n = static_cast<std::int64_t>(bytes);
-    detail::owner_add(s.allocated, std::uint64_t{bytes});
     detail::owner_add(s.allocations, std::uint64_t{1});
     detail::owner_add(s.live_by_tag[tag], n);
+    detail::owner_add_release(s.allocated, std::uint64_t{bytes});  // after the live bytes (slot: `freed`)
     s.unflushed += n;
     if (s.unflushed > hold_back) [[unlikely]] flush(s);
     const std::int64_t estimate = shared_.live.load(std::memory_order_relaxed) + s.unflushed;
@@ -189,7 +217,8 @@ class account {
     detail::account_slot& s = *slot;
     const auto n = static_cast<std::int64_t>(bytes);
     detail::owner_add(s.frees, std::uint64_t{1});
-    detail::owner_sub(s.live_by_tag[tag], n);
+    detail::owner_add(s.freed, std::uint64_t{bytes});
+    detail::owner_sub_release(s.live_by_tag[tag], n);  // after `freed` (slot: `freed`)
     s.unflushed -= n;
     if (s.unflushed < 0) [[unlikely]] flush(s);
   }
@@ -228,9 +257,9 @@ class account {
     const auto n = static_cast<std::int64_t>(bytes);
     const std::int64_t unflushed = s->unflushed + n;
     if (unflushed > detail::slot_load(s->limit)) [[unlikely]] return false;
-    detail::owner_add(s->allocated, std::uint64_t{bytes});
     detail::owner_add(s->allocations, std::uint64_t{1});
     detail::owner_add(s->live_by_tag[tag], n);
+    detail::owner_add_release(s->allocated, std::uint64_t{bytes});  // after the live bytes
     s->unflushed = unflushed;
     return true;
   }
@@ -240,7 +269,8 @@ class account {
     const auto n = static_cast<std::int64_t>(bytes);
     if (s->unflushed < n) [[unlikely]] return false;  // would go negative: publish now
     detail::owner_add(s->frees, std::uint64_t{1});
-    detail::owner_sub(s->live_by_tag[tag], n);
+    detail::owner_add(s->freed, std::uint64_t{bytes});
+    detail::owner_sub_release(s->live_by_tag[tag], n);  // after `freed`
     s->unflushed -= n;
     return true;
   }

@@ -32,9 +32,11 @@ class footprint_resource final : public std::pmr::memory_resource {
     }
     return p;
   }
+  // Counted before the block goes back (and after it came): the count never
+  // exceeds what the cache holds, so neither does its peak.
   void do_deallocate(void* p, std::size_t n, std::size_t align) override {
-    upstream_->deallocate(p, n, align);
     bytes_.fetch_sub(n, std::memory_order_relaxed);
+    upstream_->deallocate(p, n, align);
   }
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override { return this == &other; }
 
