@@ -45,8 +45,9 @@ namespace detail {
 
 // One thread's share of one account. Written only by its owning thread; the
 // counters the hot path touches share the first cache line (and the per-tag
-// live bytes of tags 0 to 3 too). Live bytes are the sum of live_by_tag
-// (derived on read, one store less per operation). The counters are plain
+// live bytes of tags 0 and 1 too; the others are on the next line). Live
+// bytes are the sum of live_by_tag (derived on read, one store less per
+// operation). The counters are plain
 // integers that other threads read with std::atomic_ref (slot_load) and the
 // owner changes with owner_add.
 struct alignas(64) account_slot {
