@@ -92,45 +92,25 @@ inline T slot_load(const T& counter) noexcept {
 #else
 #define ARENASTAT_OWNER_ADD_ATOMIC_REF 1
 #endif
-template <class T>
+// Order: std::memory_order_release when no earlier store of the owner's may
+// be seen after this one (readers' acquire loads pair with it); on x86-64
+// stores are seen in program order, so it is the same `add`.
+template <std::memory_order Order = std::memory_order_relaxed, class T>
 [[gnu::always_inline]] inline void owner_add(T& counter, T v) noexcept {
   static_assert(sizeof(T) == 8);
 #if defined(ARENASTAT_OWNER_ADD_ATOMIC_REF)
   std::atomic_ref<T> a(counter);
-  a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+  a.store(a.load(std::memory_order_relaxed) + v, Order);
 #else
   asm volatile("addq %1, %0" : "+m"(counter) : "er"(v));
 #endif
 }
-// As owner_add, and no earlier store of the owner's is seen after it (x86-64:
-// stores are seen in program order, so the same `add`; elsewhere a release
-// store, which readers' acquire loads pair with).
-template <class T>
-[[gnu::always_inline]] inline void owner_add_release(T& counter, T v) noexcept {
-  static_assert(sizeof(T) == 8);
-#if defined(ARENASTAT_OWNER_ADD_ATOMIC_REF)
-  std::atomic_ref<T> a(counter);
-  a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_release);
-#else
-  asm volatile("addq %1, %0" : "+m"(counter) : "er"(v));
-#endif
-}
-template <class T>
-[[gnu::always_inline]] inline void owner_sub_release(T& counter, T v) noexcept {
-  static_assert(sizeof(T) == 8);
-#if defined(ARENASTAT_OWNER_ADD_ATOMIC_REF)
-  std::atomic_ref<T> a(counter);
-  a.store(a.load(std::memory_order_relaxed) - v, std::memory_order_release);
-#else
-  asm volatile("subq %1, %0" : "+m"(counter) : "er"(v));
-#endif
-}
-template <class T>
+template <std::memory_order Order = std::memory_order_relaxed, class T>
 [[gnu::always_inline]] inline void owner_sub(T& counter, T v) noexcept {
   static_assert(sizeof(T) == 8);
 #if defined(ARENASTAT_OWNER_ADD_ATOMIC_REF)
   std::atomic_ref<T> a(counter);
-  a.store(a.load(std::memory_order_relaxed) - v, std::memory_order_relaxed);
+  a.store(a.load(std::memory_order_relaxed) - v, Order);
 #else
   asm volatile("subq %1, %0" : "+m"(counter) : "er"(v));
 #endif
@@ -204,7 +184,7 @@ class account {
     const auto n = static_cast<std::int64_t>(bytes);
     detail::owner_add(s.allocations, std::uint64_t{1});
     detail::owner_add(s.live_by_tag[tag], n);
-    detail::owner_add_release(s.allocated, std::uint64_t{bytes});  // after the live bytes (slot: `freed`)
+    detail::owner_add<std::memory_order_release>(s.allocated, std::uint64_t{bytes});  // after the live bytes (slot: `freed`)
     s.unflushed += n;
     if (s.unflushed > hold_back) [[unlikely]] flush(s);
     const std::int64_t estimate = shared_.live.load(std::memory_order_relaxed) + s.unflushed;
@@ -219,7 +199,7 @@ class account {
     const auto n = static_cast<std::int64_t>(bytes);
     detail::owner_add(s.frees, std::uint64_t{1});
     detail::owner_add(s.freed, std::uint64_t{bytes});
-    detail::owner_sub_release(s.live_by_tag[tag], n);  // after `freed` (slot: `freed`)
+    detail::owner_sub<std::memory_order_release>(s.live_by_tag[tag], n);  // after `freed` (slot: `freed`)
     s.unflushed -= n;
     if (s.unflushed < 0) [[unlikely]] flush(s);
   }
@@ -260,7 +240,7 @@ class account {
     if (unflushed > detail::slot_load(s->limit)) [[unlikely]] return false;
     detail::owner_add(s->allocations, std::uint64_t{1});
     detail::owner_add(s->live_by_tag[tag], n);
-    detail::owner_add_release(s->allocated, std::uint64_t{bytes});  // after the live bytes
+    detail::owner_add<std::memory_order_release>(s->allocated, std::uint64_t{bytes});  // after the live bytes
     s->unflushed = unflushed;
     return true;
   }
@@ -271,7 +251,7 @@ class account {
     if (s->unflushed < n) [[unlikely]] return false;  // would go negative: publish now
     detail::owner_add(s->frees, std::uint64_t{1});
     detail::owner_add(s->freed, std::uint64_t{bytes});
-    detail::owner_sub_release(s->live_by_tag[tag], n);  // after `freed`
+    detail::owner_sub<std::memory_order_release>(s->live_by_tag[tag], n);  // after `freed`
     s->unflushed -= n;
     return true;
   }
