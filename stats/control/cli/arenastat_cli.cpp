@@ -396,13 +396,12 @@ std::string request_line(const std::vector<std::string>& words) {
 
 std::string ask_target(long pid, const std::string& line, int timeout_ms, const interruption& watch);
 
+// `inv.words` is not empty (main lists the processes when it is).
 int query(const invocation& inv) {
-  if (!inv.words.empty()) parse_pid(inv.words[0]);  // a bad pid is named before a missing command
+  const long pid = parse_pid(inv.words[0]);  // a bad pid is named before a missing command
   if (inv.words.size() < 2) {
-    throw failure{exit_usage, "missing command after the pid; run 'arenastat " +
-                                  (inv.words.empty() ? std::string("<pid>") : inv.words[0]) + " help'"};
+    throw failure{exit_usage, "missing command after the pid; run 'arenastat " + inv.words[0] + " help'"};
   }
-  const long pid = parse_pid(inv.words[0]);
   const std::vector<std::string> rest(inv.words.begin() + 2, inv.words.end());
   const ask_fn ask = [&](const std::string& line, const interruption& watch) {
     return ask_target(pid, line, inv.timeout_ms, watch);
