@@ -9,6 +9,19 @@
 
 namespace arenastat::detail {
 
+namespace {
+
+// The upstream of the standard library's own layers, which name theirs
+// (upstream_resource()): null for any other resource.
+const std::pmr::memory_resource* std_pool_upstream(const std::pmr::memory_resource* r) noexcept {
+  if (const auto* p = dynamic_cast<const std::pmr::synchronized_pool_resource*>(r)) return p->upstream_resource();
+  if (const auto* p = dynamic_cast<const std::pmr::unsynchronized_pool_resource*>(r)) return p->upstream_resource();
+  if (const auto* p = dynamic_cast<const std::pmr::monotonic_buffer_resource*>(r)) return p->upstream_resource();
+  return nullptr;
+}
+
+}  // namespace
+
 std::string charger_below(const std::pmr::memory_resource* upstream, std::string_view name) {
   // A stack is a few layers; the bound only guards against a cycle built by hand.
   for (int depth = 0; upstream != nullptr && depth < 256; ++depth) {
@@ -22,6 +35,8 @@ std::string charger_below(const std::pmr::memory_resource* upstream, std::string
       if (a->charged_account() != nullptr && a->charged_account()->name() == name)
         return "an arena_resource with account " + quoted(name);
       upstream = a->upstream();
+    } else if (const std::pmr::memory_resource* below = std_pool_upstream(upstream)) {
+      upstream = below;  // a std::pmr pool or monotonic buffer between two of ours
     } else {
       break;
     }

@@ -13,7 +13,9 @@ namespace arenastat::detail {
 // The first resource from `upstream` down that charges the account named
 // `name`, described for a message ("tracking_resource 'x'"), or "" when none
 // does. Follows the upstreams of tracking_resource, test_resource and
-// arena_resource (any other resource ends the walk).
+// arena_resource, and of the standard library's layers that name theirs
+// (std::pmr::synchronized_pool_resource, unsynchronized_pool_resource and
+// monotonic_buffer_resource); any other resource ends the walk.
 std::string charger_below(const std::pmr::memory_resource* upstream, std::string_view name);
 
 // Throws std::invalid_argument "<who>: its upstream <charger> already charges

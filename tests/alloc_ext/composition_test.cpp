@@ -379,6 +379,15 @@ TEST_CASE("a resource over a stack that already charges its account is refused",
                     "arenastat::tracking_resource 'stack.arena': its upstream stack holds an arena_resource with "
                     "account 'stack.arena', which already charges account 'stack.arena' for every byte taken through "
                     "it: they would count twice there; give one of the two layers another account");
+  // Found through the standard library's layers, which name their upstream.
+  std::pmr::synchronized_pool_resource sync_pool{&below};
+  std::pmr::unsynchronized_pool_resource pool_over_sync{&sync_pool};
+  std::pmr::monotonic_buffer_resource buffer_over_pools{&pool_over_sync};
+  CHECK_THROWS_WITH((tracking_resource{"stack.same", &buffer_over_pools}),
+                    "arenastat::tracking_resource 'stack.same': its upstream stack holds a tracking_resource "
+                    "'stack.same'" + why);
+  CHECK_THROWS_WITH((arena_resource{"node", {.account = "stack.same"}, &sync_pool}),
+                    "arenastat::arena_resource: its upstream stack holds a tracking_resource 'stack.same'" + why);
   CHECK(arenastat::account_entry_count() == accounts + 3);  // stack.other, stack.third, stack.arena; none refused
   // Different accounts at each layer are fine; so are siblings of one account.
   CHECK_NOTHROW(tracking_resource{"stack.fourth", &tracking_between});
