@@ -120,3 +120,109 @@ TEST_CASE("a dangling symbolic link owned by another user creates nothing", "[co
         std::string::npos);
   CHECK(::access(nowhere.c_str(), F_OK) != 0);
 }
+
+// Every link on the way is checked, not only the last component: a directory
+// of the path, or a link inside another link's target, planted by another
+// user would otherwise lead root's write anywhere.
+TEST_CASE("html -o and dump PATH refuse a path that leads through another user's symbolic link",
+          "[control][trust][html][dump][uid][threads]") {
+  if (!root_or_skip()) return;
+  temp_dir sockets, shared, victims;
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  const std::string rule = ", owned by uid 65534, and only links owned by root or by uid " +
+                           std::to_string(::geteuid()) + " (the user writing) are followed";
+  // A directory of the path.
+  plant_link(victims.path(), shared.file("out"), other_uid);
+  const std::string page = shared.file("out") + "/report.html", dump = shared.file("out") + "/dump.txt";
+  const cli_result html = run_cli({t.pid_text(), "html", "-o", page}, env);
+  CHECK(html.status == 4);
+  CHECK(html.err == "arenastat: html: refusing to write '" + page + "': its path leads through the symbolic link '" +
+                        shared.file("out") + "'" + rule + "; choose another FILE\n");
+  const cli_result dumped = run_cli({t.pid_text(), "dump", dump}, env);
+  CHECK(dumped.status == 1);
+  CHECK(dumped.err == "arenastat: " + t.pid_text() + ": dump: refusing to write '" + dump +
+                          "': its path leads through the symbolic link '" + shared.file("out") + "'" + rule +
+                          "; give another PATH\n");
+  CHECK(::access(victims.file("report.html").c_str(), F_OK) != 0);
+  CHECK(::access(victims.file("dump.txt").c_str(), F_OK) != 0);
+  // A link of the writer's own that leads to another user's link to a file.
+  const std::string victim = victims.file("victim");
+  { std::ofstream(victim) << "SECRET\n"; }
+  plant_link(victim, shared.file("theirs"), other_uid);
+  plant_link(shared.file("theirs"), shared.file("mine"), ::geteuid());
+  const cli_result chained = run_cli({t.pid_text(), "html", "-o", shared.file("mine")}, env);
+  CHECK(chained.status == 4);
+  CHECK(chained.err == "arenastat: html: refusing to write '" + shared.file("mine") +
+                           "': its path leads through the symbolic link '" + shared.file("theirs") + "'" + rule +
+                           "; choose another FILE\n");
+  CHECK(contents(victim) == "SECRET\n");
+}
+
+TEST_CASE("html -o follows the writer's own links in the directories of its path", "[control][trust][html][threads]") {
+  temp_dir sockets, shared;
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  REQUIRE(::mkdir(shared.file("real").c_str(), 0700) == 0);
+  plant_link("real", shared.file("relative"), ::geteuid());      // relative to the link's directory
+  plant_link(shared.file("relative"), shared.file("absolute"), ::geteuid());  // a link to a link
+  const std::string file = shared.file("absolute") + "/../real/./page.html";
+  const cli_result html = run_cli({t.pid_text(), "html", "-o", file}, env);
+  CHECK(html.status == 0);
+  CHECK(html.err.empty());
+  CHECK(contents(shared.file("real/page.html")).starts_with("<!DOCTYPE html>"));
+}
+
+TEST_CASE("html -o never waits for a FIFO's reader", "[control][trust][html][threads]") {
+  temp_dir sockets, shared;
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  const std::string fifo = shared.file("fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const cli_result alone = run_cli({t.pid_text(), "html", "-o", fifo}, env);
+  CHECK(alone.status == 6);
+  CHECK(alone.err == "arenastat: html: cannot write '" + fifo +
+                         "': No such device or address (a FIFO with no reader: html -o does not wait for one)\n");
+}
+
+TEST_CASE("html -o refuses a FIFO of another user's, whose reader could hold the CLI",
+          "[control][trust][html][uid][threads]") {
+  if (!root_or_skip()) return;
+  temp_dir sockets, shared;
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  const std::string fifo = shared.file("fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0666) == 0);
+  REQUIRE(::chown(fifo.c_str(), other_uid, static_cast<gid_t>(-1)) == 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a reader that never reads
+  REQUIRE(reader >= 0);
+  const cli_result r = run_cli({t.pid_text(), "html", "-o", fifo}, env);
+  CHECK(r.status == 4);
+  CHECK(r.err == "arenastat: html: refusing to write '" + fifo +
+                     "': it is a FIFO or socket of uid 65534, whose reader could hold the CLI; choose another FILE\n");
+  char byte;
+  CHECK(::read(reader, &byte, 1) == 0);  // nothing was written
+  ::close(reader);
+}
+
+TEST_CASE("the at-exit report never goes through another user's symbolic link",
+          "[control][trust][write_errors][uid][threads]") {
+  if (!root_or_skip()) return;
+  temp_dir shared;
+  const std::string victim = shared.file("victim"), link = shared.file("report.txt");
+  { std::ofstream(victim) << "SECRET\n"; }
+  plant_link(victim, link, other_uid);
+  const spawned p = spawn(target_path, {}, {{"ARENASTAT_AT_EXIT", "1"}, {"ARENASTAT_AT_EXIT_FILE", link}});
+  REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
+  ::close(p.in);
+  CHECK(wait_exit(p.pid, 5s) == 0);
+  const std::string err = read_all(p.err, 1s);
+  CHECK(err.rfind("arenastat: refusing to write ARENASTAT_AT_EXIT_FILE '" + link +
+                      "': it is a symbolic link owned by uid 65534, and only links owned by root or by uid " +
+                      std::to_string(::geteuid()) +
+                      " (the user writing) are followed; printing the report to stderr\narenastat report",
+                  0) == 0);
+  CHECK(contents(victim) == "SECRET\n");
+  ::close(p.out);
+  ::close(p.err);
+}

@@ -1,6 +1,7 @@
 // `arenastat <pid> html [-o FILE] [report options]`: asks the target for
 // `stats --html [options]` and writes the page to FILE (or stdout).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -27,15 +28,32 @@ constexpr std::array html_table{
 // Opens FILE for the page: created (0644) or truncated, never through a
 // symbolic link another user owns (trust rule 9): root writing into a
 // directory others can write to would replace whatever a planted link points
-// at. A link of root's or of the caller's (/dev/stdout) is followed.
+// at. A link of root's or of the caller's (/dev/stdout) is followed. The CLI
+// never waits to open a FIFO (one with no reader fails at once), and writes
+// to no FIFO or socket of another user's, whose reader could stop reading
+// and hold it forever (a pipe of its own, as /dev/stdout, is written).
 int open_page_file(const std::string& file) {
-  const files::write_open opened = files::open_to_write(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (opened.fd >= 0) return opened.fd;
+  const files::write_open opened = files::open_to_write(file, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0644);
   if (opened.refused_link_owner) {
     throw failure{exit_refused, "html: refusing to write " + detail::quoted(file) + ": " +
-                                    files::refused_link_reason(*opened.refused_link_owner) + "; choose another FILE"};
+                                    files::refused_link_reason(opened) + "; choose another FILE"};
   }
-  throw failure{exit_output, "html: cannot write " + detail::quoted(file) + ": " + error_text(opened.error)};
+  if (opened.fd < 0) {
+    throw failure{exit_output, "html: cannot write " + detail::quoted(file) + ": " + error_text(opened.error) +
+                                   (opened.error == ENXIO ? " (a FIFO with no reader: html -o does not wait for one)"
+                                                          : "")};
+  }
+  struct stat st {};
+  if (::fstat(opened.fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) && st.st_uid != ::geteuid()) {
+    ::close(opened.fd);
+    throw failure{exit_refused, "html: refusing to write " + detail::quoted(file) + ": it is a FIFO or socket of uid " +
+                                    std::to_string(st.st_uid) + ", whose reader could hold the CLI; choose another FILE"};
+  }
+  if (const int err = files::settle_nonblocking_open(opened.fd, /*refuse_pipes=*/false); err != 0) {
+    ::close(opened.fd);
+    throw failure{exit_output, "html: cannot write " + detail::quoted(file) + ": " + error_text(err)};
+  }
+  return opened.fd;
 }
 
 // Writes the whole page to FILE; a failed write or close is exit_output.

@@ -144,9 +144,17 @@ void print_report_at_exit() noexcept {
       if (to_file) {
         // Never waits at exit for a FIFO's reader: with none, the open fails
         // (ENXIO); with one, the report is written to it as usual.
-        fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0666);
-        int err = fd < 0 ? errno : files::settle_nonblocking_open(fd, /*refuse_pipes=*/false);
-        if (err != 0) {
+        // Never through a symbolic link another user owns (docs/cli.md, trust
+        // rule 9: a program run as root must not replace what a link planted
+        // in a shared directory points at).
+        const files::write_open opened = files::open_to_write(file, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0666);
+        fd = opened.fd;
+        int err = fd < 0 ? opened.error : files::settle_nonblocking_open(fd, /*refuse_pipes=*/false);
+        if (opened.refused_link_owner) {
+          write_all(2, "arenastat: refusing to write ARENASTAT_AT_EXIT_FILE " + detail::quoted(file) + ": " +
+                           files::refused_link_reason(opened) + "; printing the report to stderr\n");
+          fd = 2;
+        } else if (err != 0) {
           if (fd >= 0) ::close(fd);
           write_all(2, "arenastat: cannot open ARENASTAT_AT_EXIT_FILE " + detail::quoted(file) + ": " +
                            std::strerror(err) +

@@ -2,53 +2,177 @@
 #include "write_open.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
+#include <vector>
+
+#include "quoted.hpp"
 
 namespace arenastat::files {
 namespace {
 
-// The rule of fs.protected_symlinks: a link made by root or by the writer.
+// The links a path may pass through, as the kernel's limit (MAXSYMLINKS).
+constexpr int max_links = 40;
+// procfs (PROC_SUPER_MAGIC): its links (/proc/self, /proc/self/fd/N) may name
+// no path at all ("pipe:[123]"), so a trusted one is followed by the kernel.
+constexpr long procfs_magic = 0x9fa0;
+
+// The rule: a link made by root or by the writer.
 bool trusted_link_owner(uid_t owner) { return owner == 0 || owner == ::geteuid(); }
 
-bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+write_open failed(int err) { return {.fd = -1, .error = err, .refused_link_owner = std::nullopt, .refused_link = {}}; }
+write_open opened(int fd) { return {.fd = fd, .error = 0, .refused_link_owner = std::nullopt, .refused_link = {}}; }
 
-write_open failed(int err) { return {.fd = -1, .error = err, .refused_link_owner = std::nullopt}; }
-
-write_open refused(uid_t owner) { return {.fd = -1, .error = ELOOP, .refused_link_owner = owner}; }
-
-// Opens through `link` (lstat'ed as a trusted link): without O_TRUNC first,
-// then checks that `path` is still that link, then truncates a regular file.
-write_open open_through(const std::string& path, const struct stat& link, int flags, mode_t mode) {
-  const int fd = ::open(path.c_str(), (flags & ~O_TRUNC) | O_CLOEXEC, mode);
-  if (fd < 0) return failed(errno);
-  struct stat again {};
-  if (::lstat(path.c_str(), &again) != 0 || !S_ISLNK(again.st_mode) || !same_file(again, link)) {
-    ::close(fd);
-    if (S_ISLNK(again.st_mode) && !trusted_link_owner(again.st_uid)) return refused(again.st_uid);
-    return failed(EAGAIN);  // replaced while it was opened: try again
+// An fd closed when it goes out of scope (or handed over by release()).
+class owned_fd {
+ public:
+  explicit owned_fd(int fd = -1) noexcept : fd_(fd) {}
+  owned_fd(const owned_fd&) = delete;
+  owned_fd& operator=(const owned_fd&) = delete;
+  ~owned_fd() { reset(-1); }
+  int get() const noexcept { return fd_; }
+  void reset(int fd) noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
   }
-  struct stat file {};
-  if ((flags & O_TRUNC) != 0 && ::fstat(fd, &file) == 0 && S_ISREG(file.st_mode) && ::ftruncate(fd, 0) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return failed(err);
+  int release() noexcept { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+// The path's components in reverse order (the next one last), so that a
+// link's target can be pushed in front of what remains.
+void push_components(std::vector<std::string>& rest, const std::string& path) {
+  std::vector<std::string> parts;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    const std::size_t slash = path.find('/', i);
+    const std::size_t end = slash == std::string::npos ? path.size() : slash;
+    if (end > i) parts.emplace_back(path, i, end - i);
+    i = end + 1;
   }
-  return {.fd = fd, .error = 0, .refused_link_owner = std::nullopt};
+  rest.insert(rest.end(), parts.rbegin(), parts.rend());
 }
+
+// The walk from the starting directory to the file: every component opened
+// with O_NOFOLLOW from the directory before it, and each symbolic link met
+// (in a directory's place or the file's) checked before it is followed, by
+// reading the link itself through an O_PATH descriptor.
+class walk {
+ public:
+  walk(const std::string& path, int flags, mode_t mode) : flags_(flags), mode_(mode) {
+    shown_ = path.front() == '/' ? "" : ".";
+    dir_.reset(::open(path.front() == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    push_components(rest_, path);
+    // "dir/" names a directory, which is no file to write.
+    if (path.back() == '/') trailing_slash_ = true;
+  }
+
+  write_open run() {
+    if (dir_.get() < 0) return failed(errno);
+    if (rest_.empty() || trailing_slash_) return failed(EISDIR);
+    while (!rest_.empty()) {
+      const std::string name = std::move(rest_.back());
+      rest_.pop_back();
+      const bool last = rest_.empty();
+      if (name == "." && !last) continue;
+      if (last && name != "." && name != "..") {
+        const int fd = ::openat(dir_.get(), name.c_str(), flags_ | O_NOFOLLOW | O_CLOEXEC, mode_);
+        if (fd >= 0) return opened(fd);
+        if (errno != ELOOP) return failed(errno);
+      }
+      owned_fd here(::openat(dir_.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      if (here.get() < 0) return failed(errno);
+      struct stat st {};
+      if (::fstat(here.get(), &st) != 0) return failed(errno);
+      const std::string at = shown_ + "/" + name;
+      if (S_ISLNK(st.st_mode)) {
+        if (!trusted_link_owner(st.st_uid)) {
+          // No path to name but the one given when it is the file itself that is the link.
+          const bool named = last && links_ == 0;
+          return {.fd = -1, .error = ELOOP, .refused_link_owner = st.st_uid, .refused_link = named ? std::string() : at};
+        }
+        if (++links_ > max_links) return failed(ELOOP);
+        if (on_procfs()) {
+          if (last) return open_through_kernel(name);
+          dir_.reset(::openat(dir_.get(), name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+          if (dir_.get() < 0) return failed(errno);
+          shown_ = at;
+          continue;
+        }
+        if (const int err = follow(here.get(), last)) return failed(err);
+        continue;
+      }
+      if (last) return failed(S_ISDIR(st.st_mode) ? EISDIR : EACCES);  // "." or ".." last: a directory
+      if (!S_ISDIR(st.st_mode)) return failed(ENOTDIR);
+      dir_.reset(here.release());
+      shown_ = at;
+    }
+    return failed(ENOENT);  // not reached: the last component returns
+  }
+
+ private:
+  // Continues with a trusted link's target (read from the link `link_fd`
+  // itself, so it is the link that was checked): an absolute one from the
+  // root, a relative one from the link's directory.
+  int follow(int link_fd, bool last) {
+    char target[PATH_MAX];
+    const ssize_t n = ::readlinkat(link_fd, "", target, sizeof target);
+    if (n < 0) return errno;
+    if (n == 0 || static_cast<std::size_t>(n) >= sizeof target) return ENAMETOOLONG;
+    const std::string text(target, static_cast<std::size_t>(n));
+    if (text.front() == '/') {
+      dir_.reset(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (dir_.get() < 0) return errno;
+      shown_.clear();
+    }
+    const std::size_t before = rest_.size();
+    push_components(rest_, text);
+    // A link to "/" (no components) or one whose target ends in '/': a directory.
+    if (last && (rest_.size() == before || text.back() == '/')) return EISDIR;
+    return 0;
+  }
+
+  bool on_procfs() const {
+    struct statfs fs {};
+    return ::fstatfs(dir_.get(), &fs) == 0 && fs.f_type == procfs_magic;
+  }
+
+  // A trusted procfs link as the file: opened by the kernel, which goes
+  // straight to what it names. O_TRUNC is applied to a regular file only, as
+  // a shell's '>' does (a pipe or terminal is written as it is).
+  write_open open_through_kernel(const std::string& name) {
+    const int fd = ::openat(dir_.get(), name.c_str(), (flags_ & ~O_TRUNC) | O_CLOEXEC, mode_);
+    if (fd < 0) return failed(errno);
+    struct stat file {};
+    if ((flags_ & O_TRUNC) != 0 && ::fstat(fd, &file) == 0 && S_ISREG(file.st_mode) && ::ftruncate(fd, 0) != 0) {
+      const int err = errno;
+      ::close(fd);
+      return failed(err);
+    }
+    return opened(fd);
+  }
+
+  int flags_;
+  mode_t mode_;
+  owned_fd dir_;
+  std::vector<std::string> rest_;
+  std::string shown_;
+  int links_ = 0;
+  bool trailing_slash_ = false;
+};
 
 }  // namespace
 
 write_open open_to_write(const std::string& path, int flags, mode_t mode) {
-  const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd >= 0) return {.fd = fd, .error = 0, .refused_link_owner = std::nullopt};
-  const int err = errno;
-  struct stat link {};
-  if (err != ELOOP || ::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode)) return failed(err);
-  if (!trusted_link_owner(link.st_uid)) return refused(link.st_uid);
-  return open_through(path, link, flags, mode);
+  if (path.empty()) return failed(ENOENT);
+  return walk(path, flags, mode).run();
 }
 
 int settle_nonblocking_open(int fd, bool refuse_pipes) {
@@ -60,9 +184,12 @@ int settle_nonblocking_open(int fd, bool refuse_pipes) {
   return 0;
 }
 
-std::string refused_link_reason(uid_t owner) {
-  return "it is a symbolic link owned by uid " + std::to_string(owner) + ", and only links owned by root or by uid " +
-         std::to_string(::geteuid()) + " (the user writing) are followed";
+std::string refused_link_reason(const write_open& opened) {
+  const std::string owner = std::to_string(opened.refused_link_owner.value_or(0));
+  const std::string rule =
+      ", and only links owned by root or by uid " + std::to_string(::geteuid()) + " (the user writing) are followed";
+  if (opened.refused_link.empty()) return "it is a symbolic link owned by uid " + owner + rule;
+  return "its path leads through the symbolic link " + detail::quoted(opened.refused_link) + ", owned by uid " + owner + rule;
 }
 
 }  // namespace arenastat::files

@@ -3,12 +3,17 @@
 // `html -o FILE` (the CLI). Standard C and C++ libraries only, so the CLI,
 // not linked with the library, shares this copy (docs/cli.md, trust rule 9).
 //
-// The last component is opened with O_NOFOLLOW. When it is a symbolic link
-// (ELOOP), the link is followed only when it is owned by root or by the
-// effective uid writing, the rule of Linux's fs.protected_symlinks: such a
-// link was made by someone the writer trusts already (/dev/stdout,
-// /dev/stderr, /dev/fd/N are root's). A link owned by anyone else is refused,
-// and what it points at is never opened.
+// The path is walked one component at a time, each opened with O_NOFOLLOW
+// from the directory before it. A symbolic link met anywhere (a directory's
+// place, the file's, or inside another link's target) is followed only when
+// it is owned by root or by the effective uid writing (stricter than Linux's
+// fs.protected_symlinks, which the kernel applies only in sticky
+// world-writable directories): such a link was made by someone the writer
+// trusts already (/dev/stdout, /dev/stderr, /dev/fd/N and /proc/self are
+// root's). A link owned by anyone else is refused, and nothing it points at
+// is opened. A link's target is read from the link checked (an O_PATH
+// descriptor), so a link swapped in meanwhile is never followed; a trusted
+// link on procfs (/proc/self/fd/N may name no path) is followed by the kernel.
 #pragma once
 #include <sys/types.h>
 
@@ -21,14 +26,14 @@ struct write_open {
   int fd = -1;     // the open file (the caller closes it), or -1
   int error = 0;   // errno when fd is -1 and no link was refused
   std::optional<uid_t> refused_link_owner;  // the owner of a refused symbolic link
+  std::string refused_link;  // its path as walked; empty when it is the file named itself
 };
 
 // Opens `path` with `flags` (O_WRONLY | O_CREAT ... ; O_NOFOLLOW and
-// O_CLOEXEC are added) and `mode`, following a last-component symbolic link
-// only when it is owned by root or geteuid(). When a followed link leads to
-// a regular file and `flags` has O_TRUNC, the file is truncated only after
-// the link has been checked again (the same link, not one swapped in since);
-// a pipe or terminal is not truncated, as a shell's '>' does not.
+// O_CLOEXEC are added) and `mode`, following symbolic links only when they
+// are owned by root or geteuid() (at most 40, as the kernel). O_TRUNC
+// truncates a regular file only (a pipe or terminal is written as it is, as
+// by a shell's '>').
 write_open open_to_write(const std::string& path, int flags, mode_t mode);
 
 // For a writer that must never wait for a reader (the target's dumps and its
@@ -42,7 +47,9 @@ int settle_nonblocking_open(int fd, bool refuse_pipes);
 
 // Why a link was refused, for a message after the path:
 // "it is a symbolic link owned by uid 65534, and only links owned by root or
-// by uid 0 (the user writing) are followed".
-std::string refused_link_reason(uid_t owner);
+// by uid 0 (the user writing) are followed", or for a link on the way "its
+// path leads through the symbolic link '/tmp/shared/out', owned by uid
+// 65534, and only ...".
+std::string refused_link_reason(const write_open& opened);
 
 }  // namespace arenastat::files
