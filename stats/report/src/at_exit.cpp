@@ -1,11 +1,14 @@
 // The report printed when the process exits: from code (print_at_exit) or from
 // the environment (ARENASTAT_AT_EXIT, ARENASTAT_AT_EXIT_FILE).
 //
-// The exit handler is registered with std::atexit during the library's static
-// initialisation, whether or not a report is wanted, so that it runs after the
-// destructors of every static object constructed later (scopes ending during
-// static destruction are in the report). Its state is never destroyed and the
-// report goes out with write(2), so nothing it uses can have been torn down.
+// The exit handler is registered with std::atexit before any static object of
+// the program is constructed (a constructor of priority 101: before every
+// dynamic initialisation of default priority, the program's own globals
+// included), whether or not a report is wanted, so that it runs after the
+// destructors of every static object: scopes ending and tracked memory given
+// back during static destruction are in the report and the leak check. Its
+// state is never destroyed and the report goes out with write(2), so nothing
+// it uses can have been torn down.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -193,6 +196,17 @@ void register_handler() {
     if (std::atexit(print_report_at_exit) != 0)
       throw std::runtime_error("arenastat: std::atexit refused the at-exit report");
   });
+}
+
+// The registration alone, first of all (see the top of this file). What the
+// environment asks for is read later, by the start-up hook (autostart.cpp),
+// once the library's own statics exist. A static library's object is linked
+// when the program uses the library or names the start-up anchor.
+[[gnu::constructor(101)]] void register_first() noexcept {
+  try {
+    register_handler();
+  } catch (...) {  // reported by the start-up hook, which registers again
+  }
 }
 
 void arm(const report_options& options) {

@@ -20,13 +20,21 @@
 //                         tracking hook's first use, holding a chunk when the
 //                         process exits (its destructor gives it back during
 //                         static destruction, after the hook's first use)
+//   leaks_child globals   a program's own globals, built before the library's
+//                         statics (this file is linked first): a
+//                         tracking_resource leaks/global with a pmr vector of
+//                         1000 ints, and an arena of account leaks/global-arena
+//                         holding a chunk; each gives everything back in its
+//                         destructor, during static destruction
 //
 // Every block left held stays reachable from a global (LeakSanitizer quiet).
 #include <arenastat/arenastat.hpp>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <memory_resource>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -108,6 +116,16 @@ struct arena_holder {
   ~arena_holder() { delete arena; }
 } static_holder;  // built during static initialisation, before main
 
+// Declared in this order: destroyed in the reverse one, the vector first.
+arenastat::tracking_resource global_memory{"leaks/global"};
+std::pmr::vector<int> global_vector{&global_memory};
+arenastat::arena_resource global_arena{"node", {.account = "leaks/global-arena"}};
+
+void globals() {
+  global_vector.assign(1000, 7);
+  (void)global_arena.allocate(100);
+}
+
 void static_arena() {
   static_holder.arena = new arenastat::arena_resource{"node"};
   (void)static_holder.arena->allocate(100);
@@ -124,6 +142,7 @@ int main(int argc, char** argv) {
   else if (std::strcmp(mode, "names") == 0) names();
   else if (std::strcmp(mode, "churn") == 0) churn();
   else if (std::strcmp(mode, "static") == 0) static_arena();
+  else if (std::strcmp(mode, "globals") == 0) globals();
   else {
     std::fprintf(stderr, "leaks_child: unknown mode '%s'\n", mode);
     return 2;
