@@ -141,6 +141,37 @@ TEST_CASE("past the cap the cheapest entries by peak fold into a row per name pr
   arenastat::set_table_max(old_max);
 }
 
+// reset_peaks makes entries forget their largest run; an overflow row forgets
+// its largest folded peak the same way, and keeps its counts.
+TEST_CASE("reset_peaks sets the overflow rows' peak max to 0 and keeps their counts", "[table][cap]") {
+  const std::size_t old_max = arenastat::table_max();
+  arenastat::set_table_max(0);
+  run_scope("?reset/big", 8192);
+  run_scope("?reset/small", 1024);
+  // A cap of 1 folds all entries but the one of the largest peak: "?reset/small"
+  // at least (smaller than "?reset/big"), "?reset/big" too unless it is that one.
+  arenastat::set_table_max(1);
+  const auto folded = arenastat::snapshot();
+  const bool big_kept = find_in(folded, "?reset/big", entry_kind::scope) != nullptr;
+  REQUIRE(find_in(folded, "?reset/small", entry_kind::scope) == nullptr);
+  const arenastat::entry* row = find_in(folded, "?reset/", entry_kind::folded);
+  REQUIRE(row != nullptr);
+  const std::uint64_t entries = big_kept ? 1 : 2;
+  CHECK(row->folded_entries == entries);
+  CHECK(row->count == entries);
+  CHECK(row->peak_bytes == (big_kept ? 1024u : 8192u));
+  CHECK(row->peak_sum_bytes == (big_kept ? 1024u : 8192u + 1024u));
+  arenastat::reset_peaks();
+  const auto after = arenastat::snapshot();
+  const arenastat::entry* reset = find_in(after, "?reset/", entry_kind::folded);
+  REQUIRE(reset != nullptr);
+  CHECK(reset->peak_bytes == 0);
+  CHECK(reset->folded_entries == entries);
+  CHECK(reset->count == entries);
+  CHECK(reset->peak_sum_bytes == (big_kept ? 1024u : 8192u + 1024u));
+  arenastat::set_table_max(old_max);
+}
+
 TEST_CASE("beyond 64 prefixes folded entries go to one (other) row", "[table][cap]") {
   const std::size_t old_max = arenastat::table_max();
   arenastat::set_table_max(0);

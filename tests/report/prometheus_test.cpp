@@ -449,7 +449,10 @@ TEST_CASE("prometheus: the table's size by kind, its cap and the entries folded 
   CHECK_THAT(text, Contains("\narenastat_table_lost_folds_total 0\n"));
 }
 
-TEST_CASE("prometheus: an overflow row joins its prefix's group with the names folded into it", "[prometheus]") {
+// An overflow row counts folds, not names (a name folded, run again and folded
+// again counts twice there): its runs join the group, its fold count does not
+// add names.
+TEST_CASE("prometheus: an overflow row joins its prefix's group with its runs and its largest peak", "[prometheus]") {
   arenastat::entry kept;
   kept.name = "request/42";
   kept.kind = arenastat::entry_kind::scope;
@@ -463,7 +466,7 @@ TEST_CASE("prometheus: an overflow row joins its prefix's group with the names f
   folded.folded_entries = 5;
   const std::string text = render_metrics({kept, folded}, sample_process(), sample_table(), {});
   CHECK(samples_named(text, "arenastat_scope_names") ==
-        std::vector<std::string>{"arenastat_scope_names{scope=\"request\"} 6"});
+        std::vector<std::string>{"arenastat_scope_names{scope=\"request\"} 1"});  // "request/42" alone
   CHECK(samples_named(text, "arenastat_scope_peak_bytes") ==
         std::vector<std::string>{"arenastat_scope_peak_bytes{scope=\"request\"} 300"});
   CHECK(samples_named(text, "arenastat_scope_runs_total") ==
@@ -685,7 +688,8 @@ TEST_CASE("prometheus: folding moves a name's runs to its overflow row's group (
   CHECK(value_of(f1, "arenastat_scope_runs_total{scope=\"!fold\"}") == 10);  // 6 kept + 4 in row "!fold/"
   CHECK(value_of(f2, "arenastat_scope_runs_total{scope=\"!fold/a\"}") == 6);  // decreased: reads as a reset
   CHECK(value_of(f2, "arenastat_scope_runs_total{scope=\"!fold\"}") == 4);
-  CHECK(value_of(f2, "arenastat_scope_names{scope=\"!fold\"}") == 4);
+  CHECK(value_of(f2, "arenastat_scope_names{scope=\"!fold\"}") == 0);  // only its overflow row: no name held
+  CHECK(value_of(f2, "arenastat_scope_names{scope=\"!fold/a\"}") == 6);
   CHECK(sum_of(f1, "arenastat_scope_runs_total") == sum_of(d1, "arenastat_scope_runs_total"));
   CHECK(sum_of(f2, "arenastat_scope_runs_total") == sum_of(d2, "arenastat_scope_runs_total"));
   CHECK(value_of(f1, "arenastat_table_folded_entries_total") ==

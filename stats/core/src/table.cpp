@@ -493,6 +493,9 @@ void reset_peaks() {
     x.r->n_tags = 0;
     x.r->n_counters = 0;
   }
+  // The overflow rows forget their largest folded peak too (the next entry
+  // folded sets it again); their counts, times and sum of peaks stay.
+  for (detail::folded_row& row : t.folded) row.peak_max = 0;
 }
 
 std::size_t scope_entry_count() {

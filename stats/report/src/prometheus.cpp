@@ -293,14 +293,16 @@ std::string render_metrics(const table_copy& c, const process_info& proc, const 
       .push_back({"", number(table.lost_folds)});
 
   // Scopes, grouped by name prefix; an overflow row ("request/", "(other)")
-  // joins its prefix's group with the names folded into it.
+  // joins its prefix's group with the runs folded into it, but no names: it
+  // counts folds, and a name folded, run again and folded again is counted
+  // twice there, so only the names the table holds are counted.
   std::map<std::string, scope_group_figures> groups;
   entry e;
   for (std::size_t i = 0; i < c.size(); ++i) {
     if (c.kind(i) == entry_kind::account) continue;
     c.read(i, e);
     scope_group_figures& g = groups[scope_group(e.name, depth)];
-    g.names += e.kind == entry_kind::folded ? e.folded_entries : 1;
+    if (e.kind != entry_kind::folded) ++g.names;
     g.runs += e.count;
     g.limit_hits += e.oom_count;
     g.errors += e.err_count;
@@ -311,7 +313,8 @@ std::string render_metrics(const table_copy& c, const process_info& proc, const 
       g.has_peak = true;
     }
   }
-  auto& names = add("arenastat_scope_names", gauge, "", "Distinct scope names in the group.");
+  auto& names = add("arenastat_scope_names", gauge, "",
+                    "Scope names of the group in the table (not those folded into an overflow row).");
   auto& peak = add("arenastat_scope_peak_bytes", gauge, "bytes",
                    "Largest peak of any run of any scope in the group since start or the last reset.");
   auto& peak_tag = add("arenastat_scope_peak_tag_bytes", gauge, "bytes",
