@@ -93,6 +93,17 @@ TEST_CASE("help lists every command", "[control][cli][threads]") {
   for (const char* c : {"help", "info", "stats", "baseline", "diff", "reset", "process", "dump", "metrics"}) {
     CHECK(r.out.find(std::string("\n  ") + c) != std::string::npos);
   }
+  // The commands the CLI makes itself come last, in the target's form.
+  const std::string html_and_top =
+      "  html [-o FILE] [report options]\n"
+      "      the --html report, made by the CLI, to FILE or stdout\n"
+      "        -o FILE, --output  write the page to FILE and print its path (default: stdout)\n"
+      "  top [-d SECONDS] [--sort=live|peak|growth] [--batch] [-n N] [--top=N] [-H]\n"
+      "      a live view, made by the CLI from stats --json\n";
+  const std::size_t at = r.out.find("\n  html ");
+  REQUIRE(at != std::string::npos);
+  CHECK(r.out.substr(at + 1, html_and_top.size()) == html_and_top);
+  CHECK(r.out.ends_with("        -H                       batch: human-readable sizes\n"));
 }
 
 TEST_CASE("stats --json is the report of the target", "[control][cli][threads]") {

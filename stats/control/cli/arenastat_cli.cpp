@@ -85,6 +85,26 @@ constexpr std::array main_table{
 };
 const arenastat::opt::grammar main_grammar{.who = "", .specs = main_table};
 
+// The commands the CLI makes itself from the target's answers (html.cpp, top.cpp).
+struct cli_command {
+  std::string_view name;
+  const arenastat::opt::grammar& grammar;
+  std::string_view operands;  // after the options' synopsis
+  std::string_view description;
+};
+std::array<cli_command, 2> cli_commands() {
+  return {{{"html", html_grammar(), "[report options]", "the --html report, made by the CLI, to FILE or stdout"},
+           {"top", top_grammar(), "", "a live view, made by the CLI from stats --json"}}};
+}
+std::string synopsis(const cli_command& c) {
+  std::string out = arenastat::opt::synopsis(c.grammar.specs);
+  if (!c.operands.empty()) {
+    if (!out.empty()) out += ' ';
+    out += c.operands;
+  }
+  return out;
+}
+
 void print_usage() {
   namespace opt = arenastat::opt;
   std::string out =
@@ -107,10 +127,10 @@ void print_usage() {
     command(c.name, arguments(c), c.description);
     out += opt::help_text(c.options, "              ");
   }
-  command("html", opt::synopsis(html_grammar().specs) + " [report options]", "the --html report, to FILE or stdout");
-  out += opt::help_text(html_grammar().specs, "              ");
-  command("top", opt::synopsis(top_grammar().specs), "live view");
-  out += opt::help_text(top_grammar().specs, "              ");
+  for (const cli_command& c : cli_commands()) {
+    command(c.name, synopsis(c), c.description);
+    out += opt::help_text(c.grammar.specs, "              ");
+  }
   out +=
       "The socket is <dir>/<pid>.sock, <dir> = $ARENASTAT_SOCKET_DIR or /tmp/arenastat-<uid>, <uid> the\n"
       "owner of the process; the directory and socket must belong to that uid and be closed to others.\n"
@@ -396,6 +416,17 @@ std::string request_line(const std::vector<std::string>& words) {
 
 std::string ask_target(long pid, const std::string& line, int timeout_ms, const interruption& watch);
 
+}  // namespace
+
+std::string arenastat::cli::cli_commands_help() {
+  std::string out;
+  for (const cli_command& c : cli_commands())
+    out += arenastat::wire::help_entry(c.name, synopsis(c), c.description, c.grammar.specs);
+  return out;
+}
+
+namespace {
+
 // `inv.words` is not empty (main lists the processes when it is).
 int query(const invocation& inv) {
   const long pid = parse_pid(inv.words[0]);  // a bad pid is named before a missing command
@@ -408,7 +439,9 @@ int query(const invocation& inv) {
   };
   if (inv.words[1] == "html") return run_html(rest, ask);  // views made by the CLI (html.cpp, top.cpp)
   if (inv.words[1] == "top") return run_top(pid, rest, ask);
-  print_answer(ask(request_line(inv.words), {}));
+  std::string answer = ask(request_line(inv.words), {});
+  if (inv.words[1] == "help") answer += cli_commands_help();  // the target knows only its own commands
+  print_answer(answer);
   return exit_ok;
 }
 

@@ -32,6 +32,10 @@ using ask_fn = std::function<std::string(const std::string& line, const interrup
 const opt::grammar& html_grammar() noexcept;
 const opt::grammar& top_grammar() noexcept;
 
+// The commands the CLI makes itself (from the target's answers), in the form
+// of a target's `help` entries: appended to `arenastat <pid> help`.
+std::string cli_commands_help();
+
 // opt::parse for the CLI: a bad option is a usage error (exit 2).
 opt::parsed parse_options(const opt::grammar& g, const std::vector<std::string>& args,
                           opt::operands rest = opt::operands::none);

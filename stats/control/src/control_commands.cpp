@@ -47,20 +47,8 @@ static_assert(wire::max_metrics_depth == max_metrics_depth, "metrics --depth and
 // from the tables of control_request.cpp and options.cpp).
 std::string help_body() {
   std::string out = "Commands (arenastat <pid> <command> [arguments]):\n";
-  for (const wire::command_info& c : wire::commands()) {
-    // Appended piece by piece: "literal" + std::string trips a GCC 12 -O3
-    // false positive (-Wrestrict).
-    out += "  ";
-    out += c.name;
-    if (const std::string args = wire::arguments(c); !args.empty()) {
-      out += ' ';
-      out += args;
-    }
-    out += "\n      ";
-    out += c.description;
-    out += '\n';
-    out += opt::help_text(c.options, "        ");
-  }
+  for (const wire::command_info& c : wire::commands())
+    out += wire::help_entry(c.name, wire::arguments(c), c.description, c.options);
   return out;
 }
 

@@ -38,6 +38,12 @@ struct command_info {
 // Synopsis of what may follow the command: "[-H] [--json]", "[PATH]", "".
 std::string arguments(const command_info& c);
 
+// One command's entry in `help`: "  name synopsis\n      description\n" and
+// its options' help lines. The CLI appends its own commands (html, top) to a
+// target's help in the same form.
+std::string help_entry(std::string_view name, std::string_view synopsis, std::string_view description,
+                       std::span<const opt::spec> options);
+
 // The grammars of the commands' options. stats and diff: opt::report_grammar().
 const opt::grammar& process_grammar() noexcept;
 enum class process_spec { human, json };
