@@ -177,6 +177,18 @@ TEST_CASE("a process started with another ARENASTAT_SOCKET_DIR is told which (ex
                      theirs.path() + "'; set the same in this shell\n");
 }
 
+TEST_CASE("a process started without ARENASTAT_SOCKET_DIR, asked from a shell that sets it, is told so (exit 3)",
+          "[control][trust][threads]") {
+  temp_dir sockets;
+  const sleeper s(env_map{{"ARENASTAT_CONTROL", "1"}});  // its socket would be in /tmp/arenastat-<uid>
+  const cli_result r = run_cli({s.pid_text(), "stats"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: process " + s.pid_text() + " has no control socket at '" +
+                     sockets.file(s.pid_text() + ".sock") +
+                     "': it was started without ARENASTAT_SOCKET_DIR, so its socket is in '/tmp/arenastat-" +
+                     std::to_string(::geteuid()) + "'; unset ARENASTAT_SOCKET_DIR in this shell\n");
+}
+
 TEST_CASE("the server's dump accepts only an absolute path", "[control][trust][threads]") {
   temp_dir sockets, work;
   target t(sockets.path(), {}, work.path());

@@ -251,6 +251,10 @@ trusted_dir wait_for_socket(long pid, const std::string& dir_path, const expecte
       throw failure{exit_unreachable, who + " has no control socket at " + path + ": it was started with "
                                           "ARENASTAT_SOCKET_DIR=" + arenastat::detail::quoted(theirs) + "; set the same in this shell"};
     }
+  } else if (const std::string standard = naming::default_socket_dir(owner.uid); standard != dir_path) {
+    throw failure{exit_unreachable, who + " has no control socket at " + path + ": it was started without "
+                                        "ARENASTAT_SOCKET_DIR, so its socket is in " + shown_path(standard) +
+                                        "; unset ARENASTAT_SOCKET_DIR in this shell"};
   }
   const int wait_ms = std::min(timeout_ms, startup_wait_ms);
   const auto until = clock_type::now() + std::chrono::milliseconds(wait_ms);

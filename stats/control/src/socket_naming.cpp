@@ -51,8 +51,10 @@ std::string socket_dir(uid_t uid) {
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     return dir;
   }
-  return "/tmp/arenastat-" + std::to_string(uid);
+  return default_socket_dir(uid);
 }
+
+std::string default_socket_dir(uid_t uid) { return "/tmp/arenastat-" + std::to_string(uid); }
 
 std::string socket_dir_problem(std::string_view dir) {
   if (dir.empty() || dir.front() != '/') {
@@ -76,7 +78,12 @@ std::string socket_path(std::string_view dir, long pid) {
   return path;
 }
 
-std::string temporary_name(long pid) { return "." + std::to_string(pid) + ".tmp"; }
+std::string temporary_name(long pid) {
+  std::string name = ".";  // appended piece by piece: "." + std::string trips GCC 12's -Wrestrict
+  name += std::to_string(pid);
+  name += ".tmp";
+  return name;
+}
 
 std::optional<long> pid_of_socket_name(std::string_view name) {
   if (!name.ends_with(".sock")) return std::nullopt;

@@ -20,6 +20,9 @@ namespace arenastat::naming {
 // the uid that owns the target process.
 std::string socket_dir(uid_t uid);
 
+// /tmp/arenastat-<uid>: the directory of a process started without the variable.
+std::string default_socket_dir(uid_t uid);
+
 // Why a socket directory cannot be used, or "" when it can: a relative path
 // (the program and the CLI would each take it from their own working
 // directory, so the CLI would look elsewhere). Both sides refuse it.
