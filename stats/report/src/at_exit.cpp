@@ -136,8 +136,12 @@ void print_report_at_exit() noexcept {
       try {
         write_file_atomically(file, text);
       } catch (const std::system_error& e) {
+        // ELOOP: a link refused on the way (trust rule 9), which what() names
+        // (made by write_file_atomically with its paths quoted: bounded, escaped).
+        const int err = e.code().value();
+        const std::string why = err == ELOOP ? std::string(e.what()) : std::string(std::strerror(err));
         write_all(2, "arenastat: cannot write the at-exit report to ARENASTAT_AT_EXIT_FILE " + detail::quoted(file) +
-                         ": " + std::strerror(e.code().value()) + "; printing it to stderr\n");
+                         ": " + why + "; printing it to stderr\n");
         write_all(2, text);
       }
     } else {

@@ -21,6 +21,7 @@
 #include "sys.hpp"
 #include "quoted.hpp"
 #include "text_escape.hpp"
+#include "write_open.hpp"
 
 namespace arenastat {
 
@@ -444,34 +445,52 @@ std::string hex64(std::uint64_t v) {
   return out;
 }
 
-struct temporary_file {
-  int fd;
-  std::string path;
+// The directory a file is written in, opened through trusted links only
+// (write_open.hpp, docs/cli.md trust rule 9), and the file's name in it.
+struct file_place {
+  int dir;           // O_PATH descriptor of the directory (closed by the owner)
+  std::string base;  // the file's name in it
+  std::string dir_path;  // the directory as given ("." for a bare name), for messages
 };
 
-// Creates a new file beside `path` (same directory, so rename(2) is atomic),
-// named .<name>.tmp.<pid>.<16 hex digits>: not ending in .prom, so the textfile
-// collector never reads it, and never one that exists (O_EXCL, no symlink
-// followed), so a temporary left by a killed run, even one with the same pid
-// (PID 1 in a container), cannot block the write. Not mkostemp(3): it creates
-// mode 0600, and the file is meant to be 0666 minus the umask like any other.
-// Failures name the file as `shown` (the path quoted, with where it came from).
-temporary_file create_temporary_beside(const std::string& path, const std::string& shown) {
+file_place place_of(const std::string& path, const std::string& shown) {
   const std::size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  const std::string prefix = dir + "." + base + ".tmp." + std::to_string(::getpid()) + ".";
+  file_place p;
+  p.dir_path = slash == std::string::npos ? std::string(".") : path.substr(0, slash == 0 ? 1 : slash);
+  p.base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (p.base.empty() || p.base == "." || p.base == "..")
+    throw std::system_error(EISDIR, std::generic_category(), "metrics: cannot write " + shown);
+  const files::write_open dir = files::open_directory(p.dir_path);
+  if (dir.refused_link_owner) {
+    throw std::system_error(ELOOP, std::generic_category(),
+                            "metrics: refusing to write " + shown + ": " + files::refused_link_reason(dir));
+  }
+  if (dir.fd < 0) throw std::system_error(dir.error, std::generic_category(), "metrics: cannot write " + shown);
+  p.dir = dir.fd;
+  return p;
+}
+
+// Creates a new file in `place` beside its file (same directory, so the rename
+// is atomic), named .<name>.tmp.<pid>.<16 hex digits>: not ending in .prom, so
+// the textfile collector never reads it, and never one that exists (O_EXCL, no
+// symlink followed), so a temporary left by a killed run, even one with the
+// same pid (PID 1 in a container), cannot block the write. Not mkostemp(3): it
+// creates mode 0600, and the file is meant to be 0666 minus the umask like any
+// other. Returns the descriptor and sets `temp` to the temporary's name.
+// Failures name the file as `shown` (the path quoted, with where it came from).
+int create_temporary_beside(const file_place& place, const std::string& shown, std::string& temp) {
+  const std::string prefix = "." + place.base + ".tmp." + std::to_string(::getpid()) + ".";
   constexpr int attempts = 8;  // a name taken 8 times in a row out of 2^64 is someone's doing
-  std::string temp;
   for (int i = 0; i < attempts; ++i) {
     temp = prefix + hex64(temporary_suffix());
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd >= 0) return {fd, temp};
+    const int fd = ::openat(place.dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0) return fd;
     if (errno != EEXIST) throw std::system_error(errno, std::generic_category(), "metrics: cannot write " + shown);
   }
   throw std::system_error(EEXIST, std::generic_category(),
                           "metrics: cannot write " + shown + " (" + std::to_string(attempts) +
-                              " random names for its temporary taken, the last " + detail::quoted(temp) + ")");
+                              " random names for its temporary taken, the last " +
+                              detail::quoted(place.dir_path + "/" + temp) + ")");
 }
 
 // Whether `name` is a temporary create_temporary_beside made for the file
@@ -490,17 +509,15 @@ bool is_temporary_of(std::string_view name, std::string_view base) {
   return true;
 }
 
-// Removes the temporaries of `path` that writers killed mid-write left: named
-// as this writer names its own, regular files of this effective uid, last
-// changed over stale_temporary_age ago (a live writer's temporary is seconds
-// old, in any pid namespace). Best effort: errors are ignored.
+// Removes the temporaries of the file in `place` that writers killed
+// mid-write left: named as this writer names its own, regular files of this
+// effective uid, last changed over stale_temporary_age ago (a live writer's
+// temporary is seconds old, in any pid namespace). Best effort: errors are
+// ignored.
 constexpr std::chrono::seconds stale_temporary_age{600};
-void remove_stale_temporaries(const std::string& path) noexcept {
+void remove_stale_temporaries(const file_place& place) noexcept {
   try {
-    const std::size_t slash = path.rfind('/');
-    const std::string dir = slash == std::string::npos ? std::string(".") : path.substr(0, slash == 0 ? 1 : slash);
-    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int dfd = ::openat(place.dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // readable: for readdir
     if (dfd < 0) return;
     DIR* d = ::fdopendir(dfd);
     if (d == nullptr) {
@@ -509,7 +526,7 @@ void remove_stale_temporaries(const std::string& path) noexcept {
     }
     const auto now = std::chrono::system_clock::now();
     while (const dirent* e = ::readdir(d)) {
-      if (!is_temporary_of(e->d_name, base)) continue;
+      if (!is_temporary_of(e->d_name, place.base)) continue;
       struct stat st {};
       if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
         continue;
@@ -522,11 +539,15 @@ void remove_stale_temporaries(const std::string& path) noexcept {
 }
 
 void write_file_atomically(const std::string& path, const std::string& shown, std::string_view text) {
-  const temporary_file t = create_temporary_beside(path, shown);
-  const int fd = t.fd;
-  const std::string& temp = t.path;
+  const file_place place = place_of(path, shown);
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } dir_guard{place.dir};
+  std::string temp;
+  const int fd = create_temporary_beside(place, shown, temp);
   const auto fail = [&](int err, const std::string& what) {
-    ::unlink(temp.c_str());
+    ::unlinkat(place.dir, temp.c_str(), 0);
     throw std::system_error(err, std::generic_category(), what);
   };
   if (const int err = detail::write_all(fd, text); err != 0) {
@@ -534,9 +555,10 @@ void write_file_atomically(const std::string& path, const std::string& shown, st
     fail(err, "metrics: cannot write " + shown);
   }
   if (::close(fd) != 0) fail(errno, "metrics: cannot write " + shown);
-  if (::rename(temp.c_str(), path.c_str()) != 0)
-    fail(errno, "metrics: cannot write " + shown + " (renaming its temporary " + detail::quoted(temp) + " into place)");
-  remove_stale_temporaries(path);
+  if (::renameat(place.dir, temp.c_str(), place.dir, place.base.c_str()) != 0)
+    fail(errno, "metrics: cannot write " + shown + " (renaming its temporary " +
+                    detail::quoted(place.dir_path + "/" + temp) + " into place)");
+  remove_stale_temporaries(place);
 }
 
 }  // namespace

@@ -66,7 +66,10 @@ void push_components(std::vector<std::string>& rest, const std::string& path) {
 // reading the link itself through an O_PATH descriptor.
 class walk {
  public:
-  walk(const std::string& path, int flags, mode_t mode) : flags_(flags), mode_(mode) {
+  // directory: walk to the directory `path` names (every component a
+  // directory) and return it opened with O_PATH, instead of opening a file.
+  walk(const std::string& path, int flags, mode_t mode, bool directory = false)
+      : flags_(flags), mode_(mode), directory_(directory) {
     shown_ = path.front() == '/' ? "" : ".";
     dir_.reset(::open(path.front() == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
     push_components(rest_, path);
@@ -76,11 +79,12 @@ class walk {
 
   write_open run() {
     if (dir_.get() < 0) return failed(errno);
-    if (rest_.empty() || trailing_slash_) return failed(EISDIR);
+    if (directory_) trailing_slash_ = false;
+    if ((rest_.empty() && !directory_) || trailing_slash_) return failed(EISDIR);
     while (!rest_.empty()) {
       const std::string name = std::move(rest_.back());
       rest_.pop_back();
-      const bool last = rest_.empty();
+      const bool last = rest_.empty() && !directory_;
       if (name == "." && !last) continue;
       if (last && name != "." && name != "..") {
         const int fd = ::openat(dir_.get(), name.c_str(), flags_ | O_NOFOLLOW | O_CLOEXEC, mode_);
@@ -114,6 +118,7 @@ class walk {
       dir_.reset(here.release());
       shown_ = at;
     }
+    if (directory_) return opened(dir_.release());
     return failed(ENOENT);  // not reached: the last component returns
   }
 
@@ -161,6 +166,7 @@ class walk {
 
   int flags_;
   mode_t mode_;
+  bool directory_;
   owned_fd dir_;
   std::vector<std::string> rest_;
   std::string shown_;
@@ -173,6 +179,11 @@ class walk {
 write_open open_to_write(const std::string& path, int flags, mode_t mode) {
   if (path.empty()) return failed(ENOENT);
   return walk(path, flags, mode).run();
+}
+
+write_open open_directory(const std::string& path) {
+  if (path.empty()) return failed(ENOENT);
+  return walk(path, 0, 0, /*directory=*/true).run();
 }
 
 int settle_nonblocking_open(int fd, bool refuse_pipes) {

@@ -36,6 +36,12 @@ struct write_open {
 // by a shell's '>').
 write_open open_to_write(const std::string& path, int flags, mode_t mode);
 
+// The directory `path` opened with O_PATH (for the *at calls: openat,
+// renameat), reached by the same walk and the same rule for links as
+// open_to_write: a writer that creates a temporary beside its file and renames
+// it into place (the .prom files) does so in this directory.
+write_open open_directory(const std::string& path);
+
 // For a writer that must never wait for a reader (the target's dumps and its
 // at-exit report): open with O_NONBLOCK, so that a FIFO with no reader fails
 // at once (ENXIO) instead of waiting for one, then settle the fd with this.
