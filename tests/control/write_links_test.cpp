@@ -7,10 +7,14 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <arenastat/dump.hpp>
 #include <fstream>
+#include <system_error>
 
 #include "harness.hpp"
 
@@ -199,7 +203,7 @@ TEST_CASE("html -o refuses a FIFO of another user's, whose reader could hold the
   const cli_result r = run_cli({t.pid_text(), "html", "-o", fifo}, env);
   CHECK(r.status == 4);
   CHECK(r.err == "arenastat: html: refusing to write '" + fifo +
-                     "': it is a FIFO or socket of uid 65534, whose reader could hold the CLI; choose another FILE\n");
+                     "': it is a FIFO of uid 65534, whose reader could hold the CLI; choose another FILE\n");
   char byte;
   CHECK(::read(reader, &byte, 1) == 0);  // nothing was written
   ::close(reader);
@@ -265,4 +269,114 @@ TEST_CASE("an at-exit .prom file is written through the writer's own directory l
   CHECK(contents(shared.file("real/metrics.prom")).starts_with("# HELP "));
   ::close(p.out);
   ::close(p.err);
+}
+
+// In a sticky directory (/tmp) the kernel refuses to create through another
+// user's link (EACCES) before O_NOFOLLOW is looked at: still the refusal, named.
+TEST_CASE("html -o and dump PATH refuse another user's link in a sticky directory, naming it",
+          "[control][trust][html][dump][uid][threads]") {
+  if (!root_or_skip()) return;
+  temp_dir sockets, shared;
+  REQUIRE(::chmod(shared.path().c_str(), 01777) == 0);
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  const std::string victim = shared.file("victim"), link = shared.file("report.html");
+  { std::ofstream(victim) << "SECRET\n"; }
+  plant_link(victim, link, other_uid);
+  const std::string reason = "it is a symbolic link owned by uid 65534, and only links owned by root or by uid " +
+                             std::to_string(::geteuid()) + " (the user writing) are followed";
+  const cli_result html = run_cli({t.pid_text(), "html", "-o", link}, env);
+  CHECK(html.status == 4);
+  CHECK(html.err == "arenastat: html: refusing to write '" + link + "': " + reason + "; choose another FILE\n");
+  const cli_result dumped = run_cli({t.pid_text(), "dump", link}, env);
+  CHECK(dumped.status == 1);
+  CHECK(dumped.err == "arenastat: " + t.pid_text() + ": dump: refusing to write '" + link + "': " + reason +
+                          "; give another PATH\n");
+  CHECK(contents(victim) == "SECRET\n");
+}
+
+// sudo arenastat <pid> html -o /dev/stdout | less: the pipe was made by the
+// user who ran sudo, and root's CLI writes the page into it, as into stdout.
+TEST_CASE("html -o /dev/stdout writes into a pipe another user made", "[control][trust][html][uid][threads]") {
+  if (!root_or_skip()) return;
+  temp_dir sockets;
+  const fake_server server({sockets.file("%p.sock"), "--answer=ok\\n<p>page</p>\\n"});
+  int pipe_fds[2];
+  REQUIRE(::seteuid(other_uid) == 0);
+  const int made = ::pipe2(pipe_fds, O_CLOEXEC);
+  REQUIRE(::seteuid(0) == 0);
+  REQUIRE(made == 0);
+  struct stat st {};
+  REQUIRE(::fstat(pipe_fds[1], &st) == 0);
+  REQUIRE(st.st_uid == other_uid);
+  posix_spawn_file_actions_t fa;
+  ::posix_spawn_file_actions_init(&fa);
+  ::posix_spawn_file_actions_adddup2(&fa, pipe_fds[1], 1);
+  pid_t pid = -1;
+  REQUIRE(spawn_with(pid, fa, cli_path, {server.pid(), "html", "-o", "/dev/stdout"},
+                     {{"ARENASTAT_SOCKET_DIR", sockets.path()}}) == 0);
+  ::close(pipe_fds[1]);
+  const std::string out = read_all(pipe_fds[0], 10s);
+  ::close(pipe_fds[0]);
+  CHECK(wait_exit(pid, 10s) == 0);
+  CHECK(out == "<p>page</p>\n/dev/stdout\n");
+}
+
+TEST_CASE("a written path with a NUL or a trailing slash gets the kernel's answer, not another file",
+          "[control][trust][dump]") {
+  temp_dir shared;
+  { std::ofstream(shared.file("regular")) << "x\n"; }
+  REQUIRE(::mkdir(shared.file("real").c_str(), 0700) == 0);
+  // Up to the NUL, a directory; past it, a walk to another file: open(2) would stop at the NUL.
+  const std::string with_nul = shared.file("real") + std::string(1, '\0') + "/../elsewhere";
+  CHECK_THROWS_WITH(arenastat::write_dump(with_nul), Catch::Matchers::EndsWith(": Invalid argument"));
+  CHECK(::access(shared.file("elsewhere").c_str(), F_OK) != 0);
+  CHECK_THROWS_WITH(arenastat::write_dump(shared.file("regular") + "/"),
+                    "dump: cannot create '" + shared.file("regular") + "/': Not a directory");
+  CHECK_THROWS_WITH(arenastat::write_dump(shared.file("real") + "/"),
+                    "dump: cannot create '" + shared.file("real") + "/': Is a directory");
+}
+
+// The rule seen from a user other than root: links of its own and of root's
+// are followed, another user's refused (a child process that drops to uid 65534).
+TEST_CASE("a non-root writer follows its own and root's links and refuses another user's",
+          "[control][trust][dump][uid]") {
+  if (!root_or_skip()) return;
+  temp_dir shared;
+  REQUIRE(::chmod(shared.path().c_str(), 0777) == 0);
+  plant_link(shared.file("own-target"), shared.file("own"), other_uid);
+  plant_link(shared.file("root-target"), shared.file("roots"), 0);
+  plant_link(shared.file("third-target"), shared.file("third"), other_uid - 1);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (::setresgid(other_uid, other_uid, other_uid) != 0 || ::setresuid(other_uid, other_uid, other_uid) != 0) _exit(10);
+    int code = 0;
+    try {
+      arenastat::write_dump(shared.file("own"));
+    } catch (...) {
+      code |= 1;
+    }
+    try {
+      arenastat::write_dump(shared.file("roots"));
+    } catch (...) {
+      code |= 2;
+    }
+    try {
+      arenastat::write_dump(shared.file("third"));
+      code |= 4;
+    } catch (const std::system_error& e) {
+      if (std::string(e.what()).find("it is a symbolic link owned by uid 65533, and only links owned by root or by "
+                                     "uid 65534 (the user writing) are followed") == std::string::npos)
+        code |= 8;
+    }
+    _exit(code);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(contents(shared.file("own-target")).starts_with("TOTAL "));
+  CHECK(contents(shared.file("root-target")).starts_with("TOTAL "));
+  CHECK(::access(shared.file("third-target").c_str(), F_OK) != 0);
 }

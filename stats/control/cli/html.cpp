@@ -2,6 +2,7 @@
 // `stats --html [options]` and writes the page to FILE (or stdout).
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <array>
@@ -19,6 +20,9 @@ namespace arenastat::cli {
 
 namespace {
 
+// The file system of pipe(2)'s pipes (PIPEFS_MAGIC): not a FIFO someone named.
+constexpr long pipefs_magic = 0x50495045;
+
 constexpr std::array html_table{
     opt::spec{.name = "-o", .type = opt::kind::text, .value = "FILE",
               .help = "write the page to FILE and print its path (default: stdout)", .alias = "--output",
@@ -30,8 +34,9 @@ constexpr std::array html_table{
 // directory others can write to would replace whatever a planted link points
 // at. A link of root's or of the caller's (/dev/stdout) is followed. The CLI
 // never waits to open a FIFO (one with no reader fails at once), and writes
-// to no FIFO or socket of another user's, whose reader could stop reading
-// and hold it forever (a pipe of its own, as /dev/stdout, is written).
+// to no named FIFO of another user's, whose reader could stop reading and
+// hold it forever. A pipe it was given (/dev/stdout in a pipeline, made by
+// whoever ran it, e.g. the user who ran sudo) is written as stdout is.
 int open_page_file(const std::string& file) {
   const files::write_open opened = files::open_to_write(file, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0644);
   if (opened.refused_link_owner) {
@@ -39,14 +44,17 @@ int open_page_file(const std::string& file) {
                                     files::refused_link_reason(opened) + "; choose another FILE"};
   }
   if (opened.fd < 0) {
+    // ENXIO also comes from a socket or a terminal: the hint only for a FIFO.
+    const bool fifo = opened.error == ENXIO && files::names_fifo(file);
     throw failure{exit_output, "html: cannot write " + detail::quoted(file) + ": " + error_text(opened.error) +
-                                   (opened.error == ENXIO ? " (a FIFO with no reader: html -o does not wait for one)"
-                                                          : "")};
+                                   (fifo ? " (a FIFO with no reader: html -o does not wait for one)" : "")};
   }
   struct stat st {};
-  if (::fstat(opened.fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) && st.st_uid != ::geteuid()) {
+  struct statfs fs {};
+  if (::fstat(opened.fd, &st) == 0 && S_ISFIFO(st.st_mode) && st.st_uid != ::geteuid() &&
+      ::fstatfs(opened.fd, &fs) == 0 && fs.f_type != pipefs_magic) {
     ::close(opened.fd);
-    throw failure{exit_refused, "html: refusing to write " + detail::quoted(file) + ": it is a FIFO or socket of uid " +
+    throw failure{exit_refused, "html: refusing to write " + detail::quoted(file) + ": it is a FIFO of uid " +
                                     std::to_string(st.st_uid) + ", whose reader could hold the CLI; choose another FILE"};
   }
   if (const int err = files::settle_nonblocking_open(opened.fd, /*refuse_pipes=*/false); err != 0) {

@@ -165,7 +165,9 @@ void print_report_at_exit() noexcept {
           if (fd >= 0) ::close(fd);
           write_all(2, "arenastat: cannot open ARENASTAT_AT_EXIT_FILE " + detail::quoted(file) + ": " +
                            std::strerror(err) +
-                           (err == ENXIO ? " (a FIFO with no reader: the report does not wait for one)" : "") +
+                           (err == ENXIO && files::names_fifo(file)
+                                ? " (a FIFO with no reader: the report does not wait for one)"
+                                : "") +
                            "; printing the report to stderr\n");
           fd = 2;
         }

@@ -73,28 +73,31 @@ class walk {
     shown_ = path.front() == '/' ? "" : ".";
     dir_.reset(::open(path.front() == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
     push_components(rest_, path);
-    // "dir/" names a directory, which is no file to write.
-    if (path.back() == '/') trailing_slash_ = true;
   }
 
   write_open run() {
     if (dir_.get() < 0) return failed(errno);
-    if (directory_) trailing_slash_ = false;
-    if ((rest_.empty() && !directory_) || trailing_slash_) return failed(EISDIR);
+    if (rest_.empty() && !directory_) return failed(EISDIR);  // "/", or only slashes
     while (!rest_.empty()) {
       const std::string name = std::move(rest_.back());
       rest_.pop_back();
       const bool last = rest_.empty() && !directory_;
       if (name == "." && !last) continue;
+      int open_error = 0;  // why the last component could not be opened as a file
       if (last && name != "." && name != "..") {
         const int fd = ::openat(dir_.get(), name.c_str(), flags_ | O_NOFOLLOW | O_CLOEXEC, mode_);
         if (fd >= 0) return opened(fd);
-        if (errno != ELOOP) return failed(errno);
+        // ELOOP: a link. Other errors may hide one too: in a sticky directory
+        // the kernel refuses (EACCES) to create through another user's link
+        // before O_NOFOLLOW is looked at. ENOENT and EEXIST say what they say.
+        if (errno == ENOENT || errno == EEXIST) return failed(errno);
+        open_error = errno;
       }
       owned_fd here(::openat(dir_.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-      if (here.get() < 0) return failed(errno);
+      if (here.get() < 0) return failed(open_error != 0 ? open_error : errno);
       struct stat st {};
       if (::fstat(here.get(), &st) != 0) return failed(errno);
+      if (open_error != 0 && !S_ISLNK(st.st_mode)) return failed(open_error);
       const std::string at = shown_ + "/" + name;
       if (S_ISLNK(st.st_mode)) {
         if (!trusted_link_owner(st.st_uid)) {
@@ -171,18 +174,31 @@ class walk {
   std::vector<std::string> rest_;
   std::string shown_;
   int links_ = 0;
-  bool trailing_slash_ = false;
 };
 
 }  // namespace
 
 write_open open_to_write(const std::string& path, int flags, mode_t mode) {
   if (path.empty()) return failed(ENOENT);
+  // A NUL would end the path for open(2) but not for the walk: refused.
+  if (path.find('\0') != std::string::npos) return failed(EINVAL);
+  // "file/" names a directory: as the kernel, EISDIR when it is one or would
+  // be created, ENOTDIR when it is something else.
+  if (path.back() == '/') {
+    write_open dir = walk(path, 0, 0, /*directory=*/true).run();
+    if (dir.fd >= 0) {
+      ::close(dir.fd);
+      return failed(EISDIR);
+    }
+    if (dir.error == ENOENT && (flags & O_CREAT) != 0) return failed(EISDIR);
+    return dir;
+  }
   return walk(path, flags, mode).run();
 }
 
 write_open open_directory(const std::string& path) {
   if (path.empty()) return failed(ENOENT);
+  if (path.find('\0') != std::string::npos) return failed(EINVAL);
   return walk(path, 0, 0, /*directory=*/true).run();
 }
 
@@ -193,6 +209,11 @@ int settle_nonblocking_open(int fd, bool refuse_pipes) {
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) return errno;
   return 0;
+}
+
+bool names_fifo(const std::string& path) noexcept {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
 std::string refused_link_reason(const write_open& opened) {

@@ -1,7 +1,9 @@
-// Opening a file to write without following a symbolic link planted by
-// another user: the one rule for `dump PATH` (dump.cpp, in the target) and
-// `html -o FILE` (the CLI). Standard C and C++ libraries only, so the CLI,
-// not linked with the library, shares this copy (docs/cli.md, trust rule 9).
+// Opening a file (or the directory of a file) to write without following a
+// symbolic link planted by another user: the one rule for `dump PATH`
+// (dump.cpp, in the target), `html -o FILE` (the CLI), ARENASTAT_AT_EXIT_FILE
+// (at_exit.cpp) and the directory of the .prom files (prometheus.cpp). Standard
+// C and C++ libraries and quoted() (arenastat_text) only, so the CLI, not
+// linked with the library, shares this copy (docs/cli.md, trust rule 9).
 //
 // The path is walked one component at a time, each opened with O_NOFOLLOW
 // from the directory before it. A symbolic link met anywhere (a directory's
@@ -50,6 +52,10 @@ write_open open_directory(const std::string& path);
 // and `refuse_pipes` (a reader that stops reading would then stop the writer);
 // or the errno of a failed fstat or fcntl.
 int settle_nonblocking_open(int fd, bool refuse_pipes);
+
+// Whether `path` names a FIFO (following links: for a message's hint only,
+// as when an open failed with ENXIO, which a socket or a terminal give too).
+bool names_fifo(const std::string& path) noexcept;
 
 // Why a link was refused, for a message after the path:
 // "it is a symbolic link owned by uid 65534, and only links owned by root or

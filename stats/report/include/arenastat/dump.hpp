@@ -58,10 +58,11 @@ std::string dump_file_name(int pid, std::time_t time);
 // dump_file_name(getpid(), now) in $ARENASTAT_DUMP_DIR (default: the working
 // directory), never overwriting an existing file (".1", ".2", ... is inserted
 // before ".txt" instead); a given `path` is created or replaced, but never
-// written through a symbolic link owned by another user (a link as its last
-// component is followed only when owned by root or by this process's
-// effective uid, as fs.protected_symlinks allows: a process run as root must
-// not truncate what a link planted in a shared directory points at).
+// written through a symbolic link owned by another user: a link anywhere on
+// the path (a directory of it, the file, a link inside a link's target) is
+// followed only when owned by root or by this process's effective uid,
+// stricter than fs.protected_symlinks (a process run as root must not write
+// where a link planted in a shared directory points; docs/cli.md, trust rule 9).
 // Returns the absolute path written. Throws std::system_error naming the
 // path on failure.
 std::string write_dump(std::string_view path = {},

@@ -94,8 +94,11 @@ metrics_format metrics_format_for_accept(std::string_view accept);
 // needs: a new temporary file in the same directory
 // (.<name>.tmp.<pid>.<16 random hex digits>, created with O_EXCL, so a
 // temporary left by a killed run never blocks a later one), then rename(2)
-// over `path`. Throws std::system_error naming the path on failure (the
-// temporary is removed). After a write, temporaries of the same `path` left by
+// over `path`. The directory is reached as docs/cli.md's trust rule 9 says:
+// a symbolic link on its path owned by another user than root or this
+// process's effective uid is refused (std::system_error with ELOOP, whose
+// what() names the link). Throws std::system_error naming the path on failure
+// (the temporary is removed). After a write, temporaries of the same `path` left by
 // writers killed mid-write are removed: named as above, regular files of this
 // effective uid, last changed more than 10 minutes ago.
 void write_file_atomically(const std::string& path, std::string_view text);
