@@ -316,7 +316,8 @@ TEST_CASE("page: names nested 45 levels deep draw at most 3,000 boxes and 300 '+
   // 300 chains n<i>/a/a/.../a of 45 levels, equal peaks: 300 x 45 = 13,500 boxes drawn one by one.
   std::vector<arenastat::entry> entries;
   for (int i = 0; i < 300; ++i) {
-    std::string name = "n" + std::to_string(i);
+    std::string name = "n";  // by +=: GCC 12 warns (-Wstringop-overflow) about "literal" + std::to_string(i)
+    name += std::to_string(i);
     for (int level = 1; level < 45; ++level) name += "/a";
     entries.push_back(one_run(std::move(name), 4096));
   }

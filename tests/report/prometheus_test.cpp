@@ -623,6 +623,17 @@ TEST_CASE("prometheus: write_file_atomically never follows a symlink at the temp
   ::rmdir(dir.c_str());
 }
 
+TEST_CASE("prometheus: write_file_atomically refuses a path with a NUL instead of writing a shorter name",
+          "[prometheus]") {
+  char dir_template[] = "/tmp/arenastat-prom-XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template;
+  const std::string path = dir + "/m" + std::string(1, '\0') + "x.prom";
+  CHECK_THROWS_WITH(write_file_atomically(path, "x"), Catch::Matchers::EndsWith(": Invalid argument"));
+  CHECK(files_in(dir).empty());  // neither "m" nor a temporary
+  ::rmdir(dir.c_str());
+}
+
 TEST_CASE("prometheus: write_file_atomically names a directory that does not exist", "[prometheus]") {
   // The file asked for, not the temporary it is written through.
   CHECK_THROWS_WITH(write_file_atomically("/nonexistent-arenastat-dir/m.prom", "x"),

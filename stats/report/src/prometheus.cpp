@@ -460,6 +460,9 @@ file_place place_of(const std::string& path, const std::string& shown) {
   p.base = slash == std::string::npos ? path : path.substr(slash + 1);
   if (p.base.empty() || p.base == "." || p.base == "..")
     throw std::system_error(EISDIR, std::generic_category(), "metrics: cannot write " + shown);
+  // A NUL would cut the name at openat and renameat (possible only from code): refused.
+  if (path.find('\0') != std::string::npos)
+    throw std::system_error(EINVAL, std::generic_category(), "metrics: cannot write " + shown);
   const files::write_open dir = files::open_directory(p.dir_path);
   if (dir.refused_link_owner) {
     throw std::system_error(ELOOP, std::generic_category(),

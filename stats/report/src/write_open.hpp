@@ -26,7 +26,7 @@ namespace arenastat::files {
 
 struct write_open {
   int fd = -1;     // the open file (the caller closes it), or -1
-  int error = 0;   // errno when fd is -1 and no link was refused
+  int error = 0;   // errno when fd is -1 (ELOOP when a link was refused)
   std::optional<uid_t> refused_link_owner;  // the owner of a refused symbolic link
   std::string refused_link;  // its path as walked; empty when it is the file named itself
 };

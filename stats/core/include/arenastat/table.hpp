@@ -158,7 +158,8 @@ std::vector<entry> snapshot();
 
 // Resets every peak to its current value: accounts' peaks become their live
 // bytes; scope entries forget their largest peak (the next run sets it).
-// Folded rows keep their figures.
+// Folded rows forget their largest folded peak (0; the next entry folded sets
+// it); their entries, runs, peak sum, time and oom and err runs stay.
 void reset_peaks();
 
 // Number of entries of each kind (cheap; for tests and diagnostics).
