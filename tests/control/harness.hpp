@@ -160,6 +160,25 @@ inline int wait_exit(pid_t pid, std::chrono::milliseconds limit = 10s) {
   }
 }
 
+// The control_target program run with `env` until it exits by itself (its
+// stdin closed once it is ready): its exit status (-1: not within `limit`)
+// and what it wrote on stderr (the at-exit report and its messages).
+struct exited {
+  int status = -1;
+  std::string err;
+};
+inline exited run_target_to_exit(const env_map& env, std::chrono::milliseconds limit = 5s) {
+  const spawned p = spawn(target_path, {}, env);
+  REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
+  ::close(p.in);
+  exited e;
+  e.status = wait_exit(p.pid, limit);
+  e.err = read_all(p.err, 1s);
+  ::close(p.out);
+  ::close(p.err);
+  return e;
+}
+
 // The control_target program with its own socket directory.
 class target {
  public:

@@ -9,16 +9,11 @@ using namespace control_test;
 TEST_CASE("an at-exit report that cannot be written to ARENASTAT_AT_EXIT_FILE is reported on stderr",
           "[control][write_errors][threads]") {
   temp_dir sockets;
-  const spawned p = spawn(target_path, {}, {{"ARENASTAT_AT_EXIT", "1"}, {"ARENASTAT_AT_EXIT_FILE", "/dev/full"}});
-  REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
-  ::close(p.in);
-  CHECK(wait_exit(p.pid) == 0);
-  const std::string err = read_all(p.err, 1s);
-  CHECK(err.rfind("arenastat: cannot write the at-exit report to ARENASTAT_AT_EXIT_FILE '/dev/full': No space left "
-                  "on device; printing it to stderr\narenastat report",
-                  0) == 0);
-  ::close(p.out);
-  ::close(p.err);
+  const exited r = run_target_to_exit({{"ARENASTAT_AT_EXIT", "1"}, {"ARENASTAT_AT_EXIT_FILE", "/dev/full"}}, 10s);
+  CHECK(r.status == 0);
+  CHECK(r.err.rfind("arenastat: cannot write the at-exit report to ARENASTAT_AT_EXIT_FILE '/dev/full': No space left "
+                    "on device; printing it to stderr\narenastat report",
+                    0) == 0);
 }
 
 TEST_CASE("a dump to a full device is an error of the process (exit 1)", "[control][write_errors][threads]") {
@@ -59,25 +54,17 @@ TEST_CASE("an at-exit report to a FIFO with no reader goes to stderr at once", "
   temp_dir sockets;
   const std::string fifo = sockets.path() + "/fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  const spawned p = spawn(target_path, {}, {{"ARENASTAT_AT_EXIT", "1"}, {"ARENASTAT_AT_EXIT_FILE", fifo}});
-  REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
-  ::close(p.in);
-  CHECK(wait_exit(p.pid, 5s) == 0);
-  const std::string err = read_all(p.err, 1s);
-  CHECK(err.rfind("arenastat: cannot open ARENASTAT_AT_EXIT_FILE '" + fifo +
+  const exited r = run_target_to_exit({{"ARENASTAT_AT_EXIT", "1"}, {"ARENASTAT_AT_EXIT_FILE", fifo}});
+  CHECK(r.status == 0);
+  CHECK(r.err.rfind("arenastat: cannot open ARENASTAT_AT_EXIT_FILE '" + fifo +
                       "': No such device or address (a FIFO with no reader: the report does not wait for one); "
                       "printing the report to stderr\narenastat report",
                   0) == 0);
-  ::close(p.out);
-  ::close(p.err);
 }
 
 namespace {
 
-struct full_run {
-  int status = -1;
-  std::string err;
-};
+using full_run = exited;  // a status and stderr (harness.hpp)
 
 // Runs the CLI with its stdout on /dev/full.
 full_run run_cli_into_full(const std::vector<std::string>& args, const env_map& env) {
@@ -148,28 +135,20 @@ TEST_CASE("a warning quotes at most the first 200 bytes of a bad value", "[contr
   temp_dir sockets;
   std::string value(1000, 'y');
   value.append("\x1b[2J");
-  const spawned p = spawn(target_path, {}, {{"ARENASTAT_CONTROL", value}, {"ARENASTAT_SOCKET_DIR", sockets.path()}});
-  REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
-  ::close(p.in);
-  CHECK(wait_exit(p.pid) == 0);
-  CHECK(read_all(p.err, 1s) == "arenastat: ignoring ARENASTAT_CONTROL='" + std::string(200, 'y') +
-                                   "'... (1004 bytes): expected 1 (on) or 0 (off)\n");
-  ::close(p.out);
-  ::close(p.err);
+  const exited r = run_target_to_exit({{"ARENASTAT_CONTROL", value}, {"ARENASTAT_SOCKET_DIR", sockets.path()}}, 10s);
+  CHECK(r.status == 0);
+  CHECK(r.err == "arenastat: ignoring ARENASTAT_CONTROL='" + std::string(200, 'y') +
+                     "'... (1004 bytes): expected 1 (on) or 0 (off)\n");
 }
 
 TEST_CASE("a bad value's control bytes are escaped in the warning", "[control][write_errors][threads]") {
   temp_dir sockets;
-  const spawned p =
-      spawn(target_path, {}, {{"ARENASTAT_DUMP_SORT", "size\x1b[2J"}, {"ARENASTAT_SOCKET_DIR", sockets.path()}});
-  REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
-  ::close(p.in);
-  CHECK(wait_exit(p.pid) == 0);
-  CHECK(read_all(p.err, 1s) ==
+  const exited r =
+      run_target_to_exit({{"ARENASTAT_DUMP_SORT", "size\x1b[2J"}, {"ARENASTAT_SOCKET_DIR", sockets.path()}}, 10s);
+  CHECK(r.status == 0);
+  CHECK(r.err ==
         "arenastat: ignoring ARENASTAT_DUMP_SORT='size\\x1b[2J': expected size, count or blocks; dumps are sorted by "
         "size\n");
-  ::close(p.out);
-  ::close(p.err);
 }
 
 TEST_CASE("the process listing and --help the CLI cannot write to stdout are reported (exit 6)",

@@ -216,19 +216,14 @@ TEST_CASE("the at-exit report never goes through another user's symbolic link",
   const std::string victim = shared.file("victim"), link = shared.file("report.txt");
   { std::ofstream(victim) << "SECRET\n"; }
   plant_link(victim, link, other_uid);
-  const spawned p = spawn(target_path, {}, {{"ARENASTAT_AT_EXIT", "1"}, {"ARENASTAT_AT_EXIT_FILE", link}});
-  REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
-  ::close(p.in);
-  CHECK(wait_exit(p.pid, 5s) == 0);
-  const std::string err = read_all(p.err, 1s);
-  CHECK(err.rfind("arenastat: refusing to write ARENASTAT_AT_EXIT_FILE '" + link +
+  const exited r = run_target_to_exit({{"ARENASTAT_AT_EXIT", "1"}, {"ARENASTAT_AT_EXIT_FILE", link}});
+  CHECK(r.status == 0);
+  CHECK(r.err.rfind("arenastat: refusing to write ARENASTAT_AT_EXIT_FILE '" + link +
                       "': it is a symbolic link owned by uid 65534, and only links owned by root or by uid " +
                       std::to_string(::geteuid()) +
                       " (the user writing) are followed; printing the report to stderr\narenastat report",
                   0) == 0);
   CHECK(contents(victim) == "SECRET\n");
-  ::close(p.out);
-  ::close(p.err);
 }
 
 // The .prom files are made as a temporary beside the file, renamed into place:
@@ -240,35 +235,26 @@ TEST_CASE("an at-exit .prom file is never written through another user's directo
   temp_dir shared, victims;
   plant_link(victims.path(), shared.file("out"), other_uid);
   const std::string file = shared.file("out") + "/metrics.prom";
-  const spawned p = spawn(target_path, {}, {{"ARENASTAT_AT_EXIT", "--prometheus"}, {"ARENASTAT_AT_EXIT_FILE", file}});
-  REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
-  ::close(p.in);
-  CHECK(wait_exit(p.pid, 5s) == 0);
-  const std::string err = read_all(p.err, 1s);
-  CHECK(err.rfind("arenastat: cannot write the at-exit report to ARENASTAT_AT_EXIT_FILE '" + file +
+  const exited r = run_target_to_exit({{"ARENASTAT_AT_EXIT", "--prometheus"}, {"ARENASTAT_AT_EXIT_FILE", file}});
+  CHECK(r.status == 0);
+  CHECK(r.err.rfind("arenastat: cannot write the at-exit report to ARENASTAT_AT_EXIT_FILE '" + file +
                       "': metrics: refusing to write '" + file + "': its path leads through the symbolic link '" +
                       shared.file("out") + "', owned by uid 65534, and only links owned by root or by uid " +
                       std::to_string(::geteuid()) +
                       " (the user writing) are followed: Too many levels of symbolic links; printing it to stderr\n# HELP ",
                   0) == 0);
   CHECK(::access(victims.file("metrics.prom").c_str(), F_OK) != 0);
-  ::close(p.out);
-  ::close(p.err);
 }
 
 TEST_CASE("an at-exit .prom file is written through the writer's own directory link", "[control][trust][threads]") {
   temp_dir shared;
   REQUIRE(::mkdir(shared.file("real").c_str(), 0700) == 0);
   plant_link(shared.file("real"), shared.file("mine"), ::geteuid());
-  const spawned p = spawn(target_path, {}, {{"ARENASTAT_AT_EXIT", "--prometheus"},
-                                            {"ARENASTAT_AT_EXIT_FILE", shared.file("mine") + "/metrics.prom"}});
-  REQUIRE(read_line(p.out).rfind("ready ", 0) == 0);
-  ::close(p.in);
-  CHECK(wait_exit(p.pid, 5s) == 0);
-  CHECK(read_all(p.err, 1s).empty());
+  const exited r = run_target_to_exit(
+      {{"ARENASTAT_AT_EXIT", "--prometheus"}, {"ARENASTAT_AT_EXIT_FILE", shared.file("mine") + "/metrics.prom"}});
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
   CHECK(contents(shared.file("real/metrics.prom")).starts_with("# HELP "));
-  ::close(p.out);
-  ::close(p.err);
 }
 
 // In a sticky directory (/tmp) the kernel refuses to create through another
