@@ -349,7 +349,7 @@ std::uint64_t lost_folds() noexcept { return scope_table::get().lost.load(std::m
 
 bool table_locked_by_this_thread() noexcept {
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  return scope_table::get().holder.load(std::memory_order_relaxed) == &tls_scopes;
+  return tls_in_table_lock;
 }
 
 }  // namespace arenastat::detail

@@ -95,9 +95,6 @@ std::size_t table_max_from_env() noexcept;
 
 struct scope_table {
   short_mutex mutex;  // every scope's exit folds under it: no calls into the C library when free
-  // The holder's mark (table_lock), for the exit handler: exit() from a signal
-  // handler that interrupted this thread inside the lock must not wait for it.
-  std::atomic<const void*> holder{nullptr};
   boost::unordered_flat_set<record_ref, record_hash, record_eq> records;
   std::vector<folded_row> folded;  // at most max_folded_rows prefixes + "(other)"
   std::uint64_t folded_entries = 0;
@@ -111,19 +108,25 @@ struct scope_table {
   }
 };
 
-// The table's lock, marked with the holding thread (see scope_table::holder):
-// the address of the thread's scope stack, unique to each thread.
+// Set by this thread from before it asks for the table's lock until after it
+// has given it back, for the exit handler: exit() from a signal handler that
+// interrupted this thread anywhere in that span must not wait for the lock.
+// (A mark stored after lock() and cleared before unlock() left a window at
+// each end in which the handler waited for its own thread: a test hung.)
+inline thread_local constinit bool tls_in_table_lock = false;
+
+// The table's lock, with this thread's mark (tls_in_table_lock) around it.
 class table_lock {
  public:
   explicit table_lock(scope_table& t) noexcept : t_(t) {
-    t_.mutex.lock();
-    t_.holder.store(&tls_scopes, std::memory_order_relaxed);
+    tls_in_table_lock = true;
     std::atomic_signal_fence(std::memory_order_seq_cst);  // seen by a signal handler on this thread
+    t_.mutex.lock();
   }
   ~table_lock() {
-    t_.holder.store(nullptr, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
     t_.mutex.unlock();
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    tls_in_table_lock = false;
   }
   table_lock(const table_lock&) = delete;
   table_lock& operator=(const table_lock&) = delete;
