@@ -85,10 +85,21 @@ std::string first_entry(const std::string& screen) {
   return {};
 }
 
+// Waits for the view to end (the shell's screen is back), then asks the shell
+// for its terminal modes. Typing before top has ended would hand the command
+// to top, which reads up to 64 bytes at once and drops what follows a 'q'.
 bool terminal_is_sane(tmux_session& t, const std::string& marker) {
+  if (!t.wait_for([](const std::string& s) {
+        return s.find("ready$") != std::string::npos && s.find("GROWTH/s") == std::string::npos;
+      })) {
+    UNSCOPED_INFO("the view did not end (" << marker << "):\n" << t.last());
+    return false;
+  }
   t.keys("stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' ' '; echo " + marker);
   t.key("Enter");
-  return t.wait_for([&](const std::string& s) { return s.find("icanon echo " + marker) != std::string::npos; });
+  if (t.wait_for([&](const std::string& s) { return s.find("icanon echo " + marker) != std::string::npos; })) return true;
+  UNSCOPED_INFO("no 'icanon echo " << marker << "' from the shell:\n" << t.last());
+  return false;
 }
 
 }  // namespace
