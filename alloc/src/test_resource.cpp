@@ -17,6 +17,7 @@
 
 #include "arenastat/context.hpp"
 #include "quoted.hpp"
+#include "text_escape.hpp"
 #include "stack_accounts.hpp"
 #include "arenastat/tags.hpp"
 
@@ -82,9 +83,13 @@ struct test_resource::state {
     if (g > most || alignment > most) return false;
     front = g == 0 ? 0 : (g + alignment - 1) / alignment * alignment;
     return front <= most && bytes <= most - front && g <= most - front - bytes &&
-           (total = front + bytes + g, true);
+           (total = upstream_bytes(front + bytes + g), true);
   }
-  std::size_t total_of(const block& b) const noexcept { return b.front + b.bytes + options.guard_bytes; }
+  // At least one byte is asked of the upstream: a zero-byte block without
+  // guards gets an address of its own (an arena answers every zero-byte
+  // request with one address, and blocks are known by their addresses).
+  static std::size_t upstream_bytes(std::size_t n) noexcept { return n == 0 ? 1 : n; }
+  std::size_t total_of(const block& b) const noexcept { return upstream_bytes(b.front + b.bytes + options.guard_bytes); }
   // Gives a block's memory (its guards included) back upstream, hiding the
   // scopes as every tracked resource does while it calls its upstream.
   void release(void* p, const block& b) noexcept {
@@ -112,7 +117,7 @@ struct test_resource::state {
       freed.erase(it);
     }
   }
-  std::string header() const { return "arenastat::test_resource '" + name + "'"; }
+  std::string header() const { return "arenastat::test_resource '" + detail::escape_text(name) + "'"; }
   std::string list(std::uint64_t from) const {  // under mu
     std::vector<std::pair<std::uint64_t, std::size_t>> v;
     for (const auto& [p, b] : live)
@@ -185,6 +190,8 @@ test_resource::~test_resource() {
 }
 
 std::string_view test_resource::name() const noexcept { return state_->name; }
+
+std::string test_resource::description() const { return state_->header(); }
 
 #define ARENASTAT_COUNTER(fn, field)                     \
   std::int64_t test_resource::fn() const noexcept {      \
@@ -274,13 +281,23 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
       throw;
     }
   }
+  bool added;
   try {
-    s.live.emplace(p, block{s.next_serial, bytes, alignment, front});
+    added = s.live.emplace(p, block{s.next_serial, bytes, alignment, front}).second;
   } catch (...) {
     if (scopes) credit_scopes(tag_, bytes);
     upstream_call below;
     s.upstream->deallocate(base, total, alignment);
     throw;
+  }
+  if (!added) {  // the upstream handed out a block in use again: not ours to give back
+    if (scopes) credit_scopes(tag_, bytes);
+    ++s.misuses;
+    const std::string message = s.header() + ": allocate(" + std::to_string(bytes) + ", " +
+                                std::to_string(alignment) + "): the upstream returned " + pointer_text(base) + " again while block #" +
+                                std::to_string(s.live.at(p).serial) + " there is in use (a broken upstream)";
+    lock.unlock();
+    fail(message);
   }
   account_->on_allocate(bytes, tag_);
   std::memset(base, guard_fill, front);
@@ -375,14 +392,27 @@ void check_exception_run(const test_resource& r, std::int64_t limit, std::int64_
                          std::uint64_t first_serial) {
   const std::int64_t now_blocks = r.blocks_in_use();
   const std::int64_t now_bytes = r.bytes_in_use();
-  if (now_blocks == blocks && now_bytes == bytes) return;
   const std::string left = r.blocks_since(first_serial);
+  if (now_blocks == blocks && now_bytes == bytes && left.empty()) return;
   throw exception_test_failure(
-      "arenastat::exception_test: test_resource '" + std::string(r.name()) + "': after the exception at allocation " +
+      "arenastat::exception_test: test_resource '" + detail::escape_text(r.name()) + "': after the exception at allocation " +
       std::to_string(limit + 1) + " of the run (limit " + std::to_string(limit) + "), " +
       plural(now_blocks, "block", "blocks") + " (" + plural(now_bytes, "byte", "bytes") + ") in use, " +
       plural(blocks, "block", "blocks") + " (" + plural(bytes, "byte", "bytes") + ") before the run" +
-      (left.empty() ? std::string() : "; left by the run: " + left));
+      (left.empty() ? std::string() : "; left by the run: " + left) +
+      (now_blocks == blocks && now_bytes == bytes
+           ? " (the run also freed blocks allocated before it, so the totals alone match)"
+           : ""));
+}
+
+void refuse_limit_set(const test_resource& r) {
+  const std::int64_t limit = r.allocation_limit();
+  if (limit < 0) return;
+  throw std::logic_error("arenastat::exception_test: test_resource '" + detail::escape_text(r.name()) +
+                         "' already has an allocation limit (" +
+                         plural(limit, "more allocation", "more allocations") +
+                         "): exception_test sets the limit itself; it does not nest on one resource, and a "
+                         "limit set before it would be lost");
 }
 
 }  // namespace detail

@@ -360,3 +360,133 @@ TEST_CASE("page: tags named like JavaScript's object members are colours like an
     CHECK(box.find("rgb(204, 204, 204)") == std::string::npos);
   }
 }
+
+namespace {
+
+// The title (the browser's tooltip: the box's figures) of the first box
+// whose tag holds `text`, with the DOM's character references undone.
+std::string title_with(const std::string& dom, const std::string& text) {
+  std::string t = attribute(tag_with(dom, text), "title");
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"&quot;", "\""}, {"&lt;", "<"}, {"&gt;", ">"},
+                                 {"&amp;", "&"}})
+    for (std::size_t at = 0; (at = t.find(from, at)) != std::string::npos; at += to.size()) t.replace(at, from.size(), to);
+  return t;
+}
+std::string title_of_box(const std::string& dom, const std::string& path) {
+  return title_with(dom, "data-path=\"" + path + "\"");
+}
+
+// Pixels of the `width:` in a box's style attribute.
+double box_width(const std::string& dom, const std::string& attribute_text) {
+  const std::string tag = tag_with(dom, attribute_text);
+  const auto at = tag.find("width: ");
+  REQUIRE(at != std::string::npos);
+  return std::stod(tag.substr(at + 7));
+}
+
+}  // namespace
+
+TEST_CASE("page: one name 45 levels deep ends in a '+1' box below level 40, and zooming in draws it", "[browser]") {
+  std::string name = "deep";
+  for (int level = 1; level < 45; ++level) name += "/l" + std::to_string(level);
+  const std::string page = html_page("one-deep-name.html", {one_run(name, 4096)});
+  const std::string dom = dump_dom(page, "", false);
+  REQUIRE(dom.find("data-ready=\"1\"") != std::string::npos);
+  // all, scopes, deep, l1 .. l38 (levels 0 to 40), then one '+1' box for l39 and below.
+  CHECK(attribute(tag_with(dom, "<body"), "data-cells") == "42");
+  CHECK(dom.find(">+1</div>") != std::string::npos);
+  CHECK(dom.find("1 names below, not drawn (the page draws 40 levels at most), together: 4096 B") != std::string::npos);
+  CHECK(tag_with(dom, "data-path=\"" + name + "\"").empty());
+  // Zoomed into the last box drawn, the rest of the chain is drawn down to the entry.
+  std::string l38 = "deep";
+  for (int level = 1; level <= 38; ++level) l38 += "/l" + std::to_string(level);
+  const std::string zoomed = dump_dom(page, "#zoom=" + l38, false);
+  REQUIRE(zoomed.find("data-ready=\"1\"") != std::string::npos);
+  CHECK(zoomed.find(">+1</div>") == std::string::npos);
+  CHECK(title_of_box(zoomed, name).find("\npeak: 4096 B") != std::string::npos);
+}
+
+TEST_CASE("page: entries whose names differ only in empty parts each show their figures on their one box",
+          "[browser]") {
+  const std::vector<std::pair<std::string, std::uint64_t>> names{
+      {"dup/x/", 30064}, {"/dup/x", 20064}, {"dup//x", 5064}, {"dup/x", 4096}};
+  std::vector<arenastat::entry> entries;
+  for (const auto& [n, peak] : names) entries.push_back(one_run(n, peak));
+  const std::string page = html_page("same-path.html", entries);
+  const std::string dom = dump_dom(page, "#show=dup//x", false);
+  REQUIRE(dom.find("data-ready=\"1\"") != std::string::npos);
+  const std::string title = title_of_box(dom, "dup/x/");  // the box's path is its first entry's name
+  INFO(title);
+  // One box for the four, with the figures of each and their sum (30064 + 20064 + 5064 + 4096).
+  CHECK(title.rfind("dup/x (4 entries)\n", 0) == 0);
+  for (std::size_t k = 0; k < names.size(); ++k)
+    CHECK(title.find("entry " + std::to_string(k + 1) + " of 4: " + names[k].first + "\nkind: scope\npeak: " +
+                     std::to_string(names[k].second) + " B") != std::string::npos);
+  CHECK(title.find("the 4 entries together: peak bytes: 59288 B") != std::string::npos);
+  // #show with any of the four names pins that box's figures.
+  CHECK(dom.find("<h2>dup/x (4 entries)</h2>") != std::string::npos);
+  CHECK(dom.find("<td>entry 3 of 4</td><td>dup//x</td>") != std::string::npos);
+}
+
+TEST_CASE("page: an overflow row is as wide as the sum of the peaks it stands for", "[browser]") {
+  ::mkdir(artifacts.c_str(), 0755);
+  std::vector<arenastat::entry> entries{one_run("request/kept", 5000)};
+  arenastat::entry row;
+  row.name = "request/";
+  row.kind = arenastat::entry_kind::folded;
+  row.peak_bytes = 3000;      // the largest of the folded peaks
+  row.peak_sum_bytes = 9000;  // all of them
+  row.folded_entries = 7;
+  row.count = 7;
+  entries.push_back(row);
+  arenastat::table_status table;
+  table.max = 1;
+  table.folded_entries = 7;
+  const std::string page = artifacts + "/overflow-width.html";
+  write_file(page, arenastat::render_report(entries, arenastat::process_info{},
+                                            arenastat::parse_report_options("--html"), table));
+  const std::string dom = dump_dom(page, "", false);
+  REQUIRE(dom.find("data-ready=\"1\"") != std::string::npos);
+  // Under "all": the scopes (5000) and the overflow branch (9000), side by side.
+  const double scopes = box_width(dom, ">scopes</div>");
+  const double overflow = box_width(dom, ">overflow</div>");
+  CHECK(overflow / scopes == Approx(9000.0 / 5000.0).epsilon(0.01));
+  const std::string title = attribute(tag_with(dom, ">overflow</div>"), "title");
+  INFO(title);
+  CHECK(title.find("entries: 0\noverflow rows: 1, standing for 7 folded entries\nsum of peak bytes: 9000 B") !=
+        std::string::npos);
+  const std::string root_title = attribute(tag_with(dom, ">all</div>"), "title");
+  INFO(root_title);
+  CHECK(root_title.find("entries: 1\noverflow rows: 1, standing for 7 folded entries\nsum of peak bytes: 14000 B") !=
+        std::string::npos);
+}
+
+TEST_CASE("page: counters beyond 2^53 show every digit", "[browser]") {
+  arenastat::entry e = one_run("job/counted", 4096);
+  e.counters = {{"max", INT64_MAX, INT64_MAX, true},
+                {"min", INT64_MIN, INT64_MIN, true},
+                {"p53", (std::int64_t{1} << 53) + 1, (std::int64_t{1} << 53) + 3, true},
+                {"small", 42, 42, true}};
+  const std::string page = html_page("big-counters.html", {e});
+  const std::string dom = dump_dom(page, "", false);
+  REQUIRE(dom.find("data-ready=\"1\"") != std::string::npos);
+  const std::string title = title_of_box(dom, "job/counted");
+  INFO(title);
+  CHECK(title.find("\ncounter max: 9223372036854775807\n") != std::string::npos);
+  CHECK(title.find("\ncounter min: -9223372036854775808\n") != std::string::npos);
+  CHECK(title.find("\ncounter p53: 9007199254740993 (last 9007199254740995)\n") != std::string::npos);
+  CHECK(title.find("\ncounter small: 42\n") != std::string::npos);
+}
+
+TEST_CASE("page: controls and bidirectional marks in names show as the text reports write them", "[browser]") {
+  const std::string forging = "ctl/a\nfake\rrow\xe2\x80\xae" "cba\\end";  // U+202E: right-to-left override
+  const std::string page = html_page("control-names.html", {one_run(forging, 4096)});
+  const std::string dom = dump_dom(page, "#search=fake", true);
+  REQUIRE(dom.find("data-ready=\"1\"") != std::string::npos);
+  const std::string shown = "ctl/a\\x0afake\\x0drow\\xe2\\x80\\xaecba\\\\end";
+  const std::string label = ">a\\x0afake\\x0drow\\xe2\\x80\\xaecba\\\\end</div>";  // the box's text
+  const std::string title = title_with(dom, label);
+  INFO(title);
+  CHECK(title.rfind(shown + "\nkind: scope\npeak: 4096 B", 0) == 0);  // no line of the name's own
+  CHECK(dom.find("<li class=\"result\">" + shown + "</li>") != std::string::npos);
+}

@@ -146,6 +146,19 @@ TEST_CASE("html's page reaches a terminal escaped, a pipe unchanged", "[control]
   CHECK(piped.out == "<p>\x1b]0;owned\x1b[2J</p>\n");
 }
 
+TEST_CASE("html -o prints its FILE escaped on a terminal, unchanged into a pipe", "[control][trust][html][threads]") {
+  temp_dir sockets, out;
+  const fake_server server({sockets.file("%p.sock"), "--answer=ok\\n<p>page</p>\\n"});
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  // A file name that would retitle the window and turn the terminal red.
+  const std::string file = out.file("a\x1b]0;owned\x07\x1b[31mb.html");
+  CHECK(run_cli_on_terminal({server.pid(), "html", "-o", file}, env) ==
+        out.file("a\\x1b]0;owned\\x07\\x1b[31mb.html") + "\n");
+  const cli_result piped = run_cli({server.pid(), "html", "-o", file}, env);
+  CHECK(piped.status == 0);
+  CHECK(piped.out == file + "\n");
+}
+
 TEST_CASE("an error message from the process is printed escaped (exit 1)", "[control][trust][threads]") {
   temp_dir sockets;
   const fake_server forger({sockets.file("%p.sock"), "--answer=error bad \\e[31mthing\\n"});

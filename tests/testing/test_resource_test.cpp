@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "arenastat/arena_resource.hpp"
 #include "arenastat/scope.hpp"
 #include "arenastat/table.hpp"
 #include "arenastat/tracking_resource.hpp"
@@ -439,6 +440,138 @@ TEST_CASE("exception_test: blocks held before the run are not leaks; other excep
   r.deallocate(held, 64);
 }
 
+TEST_CASE("exception_test: a run that freed an older block hides no leak behind equal totals", "[exception_test]") {
+  arenastat::test_resource r{"testing/masked", {.quiet = true}};
+  void* old_entry = r.allocate(24);  // #1, held before the test
+  // Each run makes a fresh entry (24 bytes) in place of the old one, then
+  // needs 8 bytes more; when those are refused, the fresh entry leaks.
+  CHECK_THROWS_WITH(arenastat::exception_test(r,
+                                              [&] {
+                                                void* fresh = r.allocate(24);
+                                                if (old_entry) r.deallocate(std::exchange(old_entry, nullptr), 24);
+                                                r.deallocate(r.allocate(8), 8);
+                                                r.deallocate(fresh, 24);
+                                              }),
+                    "arenastat::exception_test: test_resource 'testing/masked': after the exception at allocation 2 "
+                    "of the run (limit 1), 1 block (24 bytes) in use, 1 block (24 bytes) before the run; left by the "
+                    "run: #2 (24 bytes) (the run also freed blocks allocated before it, so the totals alone match)");
+}
+
+TEST_CASE("exception_test: a refusal caught inside f is followed by the next limit", "[exception_test]") {
+  arenastat::test_resource r{"testing/caught"};
+  int second_refused = 0;
+  // f falls back when its first allocation is refused, then allocates again:
+  // run 0 refuses the first (caught), run 1 the second, run 2 refuses none.
+  const std::int64_t runs = arenastat::exception_test(r, [&] {
+    void* a = nullptr;
+    try {
+      a = r.allocate(8);
+    } catch (const arenastat::allocation_limit_reached&) {
+    }
+    void* b = nullptr;
+    try {
+      b = r.allocate(16);
+    } catch (const arenastat::allocation_limit_reached&) {
+      ++second_refused;
+      if (a) r.deallocate(a, 8);
+      throw;
+    }
+    r.deallocate(b, 16);
+    if (a) r.deallocate(a, 8);
+  });
+  CHECK(runs == 2);
+  CHECK(second_refused == 1);
+  CHECK(r.allocation_limit() == -1);
+  CHECK(r.blocks_in_use() == 0);
+}
+
+TEST_CASE("exception_test: nested on one resource, or over a limit already set, is refused", "[exception_test]") {
+  arenastat::test_resource r{"testing/nested"};
+  const std::string refused =
+      "arenastat::exception_test: test_resource 'testing/nested' already has an allocation limit (0 more "
+      "allocations): exception_test sets the limit itself; it does not nest on one resource, and a limit set before "
+      "it would be lost";
+  CHECK_THROWS_WITH(arenastat::exception_test(r, [&] { arenastat::exception_test(r, [] {}); }), refused);
+  CHECK(r.allocation_limit() == -1);
+  r.set_allocation_limit(3);
+  CHECK_THROWS_WITH(arenastat::exception_test(r, [] {}),
+                    "arenastat::exception_test: test_resource 'testing/nested' already has an allocation limit (3 "
+                    "more allocations): exception_test sets the limit itself; it does not nest on one resource, and a "
+                    "limit set before it would be lost");
+  CHECK(r.allocation_limit() == 3);  // the caller's, left as it was
+}
+
+TEST_CASE("exception_test: nested on two resources fails each allocation of both", "[exception_test]") {
+  arenastat::test_resource outer{"testing/nested-outer"}, inner{"testing/nested-inner"};
+  std::vector<std::int64_t> inner_runs;
+  // The outer f allocates on `outer` around an inner test of two allocations on `inner`.
+  const std::int64_t runs = arenastat::exception_test(outer, [&] {
+    void* a = outer.allocate(8);
+    inner_runs.push_back(arenastat::exception_test(inner, [&] {
+      inner.deallocate(inner.allocate(4), 4);
+      inner.deallocate(inner.allocate(4), 4);
+    }));
+    try {
+      outer.deallocate(outer.allocate(8), 8);
+    } catch (...) {
+      outer.deallocate(a, 8);
+      throw;
+    }
+    outer.deallocate(a, 8);
+  });
+  CHECK(runs == 2);
+  CHECK(inner_runs == std::vector<std::int64_t>{2, 2});  // runs 1 and 2 of the outer test reach the inner one
+}
+
+TEST_CASE("test_resource: zero-byte blocks without guards each get an address, even from an arena", "[test_resource]") {
+  arenastat::arena_resource arena{"testing/zero-arena", std::pmr::new_delete_resource()};
+  arenastat::test_resource r{"testing/zero", {.guard_bytes = 0}, &arena};
+  void* a = r.allocate(0, 1);
+  void* b = r.allocate(0, 1);
+  CHECK(a != b);
+  CHECK(r.blocks_in_use() == 2);
+  CHECK(r.leak_report() == "arenastat::test_resource 'testing/zero' has 2 blocks (0 bytes) in use: #1 (0 bytes), #2 (0 bytes)");
+  r.deallocate(b, 0, 1);
+  r.deallocate(a, 0, 1);
+  CHECK(r.blocks_in_use() == 0);
+  CHECK(r.misuses() == 0);
+}
+
+namespace {
+
+// An upstream that hands out one buffer for every request: broken.
+struct same_address_resource final : std::pmr::memory_resource {
+  alignas(16) unsigned char buffer[64];
+  void* do_allocate(std::size_t, std::size_t) override { return buffer; }
+  void do_deallocate(void*, std::size_t, std::size_t) override {}
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
+};
+
+}  // namespace
+
+TEST_CASE("test_resource: an upstream handing out a block in use again is named, and counted nowhere",
+          "[test_resource][misuse]") {
+  same_address_resource broken;
+  arenastat::test_resource r{"testing/broken-upstream", {.guard_bytes = 0}, &broken};
+  void* a = r.allocate(8);
+  CHECK_THROWS_WITH(r.allocate(8), "arenastat::test_resource 'testing/broken-upstream': allocate(8, " +
+                                       std::to_string(alignof(std::max_align_t)) + "): the upstream returned " +
+                                       ptr(broken.buffer) + " again while block #1 there is in use (a broken upstream)");
+  CHECK(r.blocks_in_use() == 1);
+  CHECK(r.total_blocks() == 1);
+  CHECK(r.misuses() == 1);
+  CHECK(arenastat::account::get("testing/broken-upstream").live_bytes() == 8);
+  r.deallocate(a, 8);
+}
+
+TEST_CASE("test_resource: a name with control characters is escaped in its messages", "[test_resource][misuse]") {
+  arenastat::test_resource r{"testing/odd\nname\x1b[2J"};
+  r.set_allocation_limit(0);
+  CHECK_THROWS_WITH(r.allocate(5), "arenastat::test_resource 'testing/odd\\x0aname\\x1b[2J': allocation limit "
+                                   "reached (allocation #1 of 5 bytes refused)");
+  CHECK(r.description() == "arenastat::test_resource 'testing/odd\\x0aname\\x1b[2J'");
+}
+
 TEST_CASE("default_resource_guard: fails when the default resource was used", "[default_guard]") {
   std::pmr::memory_resource* before = std::pmr::get_default_resource();
   {
@@ -530,7 +663,7 @@ TEST_CASE("catch2 helpers: a leak fails the test", "[catch2][!shouldfail]") {
 }
 
 TEST_CASE("catch2 helpers: default resource use fails the test", "[catch2][!shouldfail]") {
-  ARENASTAT_NO_DEFAULT_RESOURCE();
+  ARENASTAT_NO_DEFAULT_RESOURCE(); ARENASTAT_NO_DEFAULT_RESOURCE();  // two on one line: names of their own
   std::pmr::vector<int> v{1, 2, 3};
 }
 

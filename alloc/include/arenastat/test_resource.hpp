@@ -81,13 +81,16 @@ class test_resource final : public std::pmr::memory_resource {
                          std::pmr::memory_resource* upstream = std::pmr::new_delete_resource());
   test_resource(std::string_view name, const test_resource_options& options,
                 std::pmr::memory_resource* upstream = std::pmr::new_delete_resource());
-  // Blocks still in use are reported on stderr (unless quiet; abort mode then
-  // aborts) and given back upstream.
+  // Blocks still in use are reported on stderr, and then abort mode aborts;
+  // quiet: neither (no report, no abort). They are given back upstream.
   ~test_resource() override;
   test_resource(const test_resource&) = delete;
   test_resource& operator=(const test_resource&) = delete;
 
   std::string_view name() const noexcept;
+  // The resource as its messages name it: "arenastat::test_resource 'name'",
+  // the name escaped as in the text reports (docs/report.md).
+  std::string description() const;
   account& tracked_account() const noexcept { return *account_; }
   std::pmr::memory_resource* upstream() const noexcept;
 
@@ -143,16 +146,26 @@ namespace detail {
 // after the run with limit `limit` threw.
 void check_exception_run(const test_resource& r, std::int64_t limit, std::int64_t blocks, std::int64_t bytes,
                          std::uint64_t first_serial);
+// Throws std::logic_error when `r` has an allocation limit (exception_test's
+// own, in a nested call, or the caller's).
+void refuse_limit_set(const test_resource& r);
 }  // namespace detail
 
-// Runs f() with allocation limit 0, 1, 2, ... on `r` until a run completes;
-// after each run ended by allocation_limit_reached, checks that `r` holds what
-// it held before the run (else throws exception_test_failure naming the blocks
-// left). Any other exception ends the test and propagates. Returns the number
-// of runs that threw (the allocations f makes). Objects f changes must be made
-// inside f: what outlives a run counts as held.
+// Runs f() with allocation limit 0, 1, 2, ... on `r` until a run completes
+// with no allocation refused; after each run ended by
+// allocation_limit_reached, checks that `r` holds what it held before the
+// run: as many blocks and bytes, and none of the blocks the run allocated
+// (else throws exception_test_failure naming the blocks left). A run that
+// caught the refusal itself and returned is followed by the next limit too.
+// Any other exception ends the test and propagates. Returns the number of
+// runs in which an allocation was refused (the allocations f makes). Objects
+// f changes must be made inside f: what outlives a run counts as held.
+// `r` must have no allocation limit when it is called (exception_test sets
+// it): a nested exception_test on the same resource, or a limit the caller
+// set, is refused with std::logic_error.
 template <class F>
 std::int64_t exception_test(test_resource& r, F&& f) {
+  detail::refuse_limit_set(r);
   for (std::int64_t limit = 0;; ++limit) {
     const std::int64_t blocks = r.blocks_in_use();
     const std::int64_t bytes = r.bytes_in_use();
@@ -168,8 +181,9 @@ std::int64_t exception_test(test_resource& r, F&& f) {
       r.set_allocation_limit(-1);
       throw;
     }
+    const bool refused = r.allocation_limit() < 0;  // the limit was used up: f caught the refusal
     r.set_allocation_limit(-1);
-    return limit;
+    if (!refused) return limit;
   }
 }
 

@@ -129,7 +129,7 @@ int run_html(const std::vector<std::string>& args, const ask_fn& ask) {
     print_answer(page);  // the target's bytes: escaped on a terminal (trust rule 8)
   } else {
     write_page_file(file, page);
-    write_stdout(file + "\n");
+    print_answer(file + "\n");  // the path as given; escaped on a terminal (trust rule 8), as dump's
   }
   return exit_ok;
 }

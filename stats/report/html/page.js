@@ -6,7 +6,19 @@
 (function () {
   'use strict';
   var t0 = performance.now();
-  var meta = JSON.parse(document.getElementById('arenastat-data').textContent);
+  // Integers beyond 2^53 (counters are int64) lose digits as numbers: where
+  // the browser gives the reviver the source text, it is kept by holder and
+  // key for display (exact()); the numbers stay numbers for arithmetic.
+  var exactText = new WeakMap();
+  var meta = JSON.parse(document.getElementById('arenastat-data').textContent, function (k, v, ctx) {
+    if (typeof v === 'number' && !Number.isSafeInteger(v) && ctx && typeof ctx.source === 'string' &&
+        /^-?[0-9]+$/.test(ctx.source)) {
+      var m = exactText.get(this);
+      if (!m) { m = Object.create(null); exactText.set(this, m); }
+      m[k] = ctx.source;
+    }
+    return v;
+  });
   var data = meta.report;
   var diff = meta.mode === 'diff';
   var $ = function (id) { return document.getElementById(id); };
@@ -23,6 +35,37 @@
     return (neg ? '-' : '') + s + units[i];
   }
   function bytes(v) { return v + ' B (' + human(v) + ')'; }
+  // The figure `key` of `holder` as the JSON wrote it (every digit).
+  function exact(holder, key) {
+    var m = exactText.get(holder);
+    return m && key in m ? m[key] : String(holder[key]);
+  }
+  // A name as the text reports write it (docs/report.md, "Names in output"):
+  // C0 controls, DEL, C1 controls, U+2028/9 and the bidirectional controls
+  // as \xHH of their UTF-8 bytes, a backslash as \\, and a byte outside UTF-8
+  // (which the JSON marks as U+FFFD and two hex digits) as \xHH. So a name
+  // cannot add lines to a tooltip or reorder the text around it.
+  function shown(name) {
+    var out = '';
+    for (var i = 0; i < name.length; ++i) {
+      var c = name.charCodeAt(i);
+      if (c === 0xfffd) {
+        if (name.charCodeAt(i + 1) === 0xfffd) { out += '\ufffd'; ++i; continue; }
+        var hx = name.slice(i + 1, i + 3);
+        if (/^[0-9a-f]{2}$/.test(hx)) { out += '\\x' + hx; i += 2; continue; }
+        out += '\ufffd';
+        continue;
+      }
+      if (c === 0x5c) out += '\\\\';
+      else if (c < 0x20 || c === 0x7f) out += '\\x' + (c < 16 ? '0' : '') + c.toString(16);
+      else if (c >= 0x80 && c <= 0x9f) out += '\\xc2\\x' + c.toString(16);
+      else if (c === 0x2028 || c === 0x2029 || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069)) {
+        var b2 = 0x80 | ((c >> 6) & 0x3f), b3 = 0x80 | (c & 0x3f);
+        out += '\\xe2\\x' + b2.toString(16) + '\\x' + b3.toString(16);
+      } else out += name.charAt(i);
+    }
+    return out;
+  }
   // A JSON number with `digits` decimals; '-' for null (the JSON report
   // writes a non-finite number as null).
   function fixed(v, digits) { return typeof v === 'number' ? v.toFixed(digits) : '-'; }
@@ -54,14 +97,17 @@
   function groupOf(e) { return isOverflow(e) ? 'overflow' : e.kind === 'account' ? 'accounts' : 'scopes'; }
   function entryValue(e, size) {
     if (diff) return Math.abs(e[size].change);
-    if (size === 'peak') return e.peak_bytes;
+    // An overflow row stands for its folded entries: their peaks summed, as a
+    // box above several entries sums theirs.
+    if (size === 'peak') return isOverflow(e) ? e.peak_sum_bytes : e.peak_bytes;
     if (size === 'live') return e.kind === 'account' ? Math.max(0, e.live_bytes) : 0;
     return e.kind !== 'account' ? e.count : 0;
   }
 
   function node(label, path, parent) {
     return { label: label, path: path, parent: parent, kids: [], byLabel: null, entry: null,
-             group: parent ? parent.group : '', value: 0, own: 0, change: 0, tags: null, entries: 0 };
+             group: parent ? parent.group : '', value: 0, own: 0, change: 0, tags: null, entries: 0, rows: 0,
+             folded: 0 };
   }
   var root = node('all', '', null);
   root.byLabel = new Map();
@@ -90,29 +136,33 @@
 
   function tagsOf(e) { return e.at_peak || {}; }
   // Sizes of every node for one size key; tags summed for the colouring.
+  // The entries on node n itself: one, or several whose names differ only in
+  // empty parts ("a/b", "a//b", "/a/b", "a/b/"), or none.
+  function ownEntries(n) { return n.entry ? [n.entry].concat(n.extra || []) : []; }
+  // n.entries: entries and overflow rows at n and below; n.rows: the overflow
+  // rows among them; n.folded: the entries those rows stand for.
   function measure(n, size) {
-    var v = 0, ch = 0, cnt = 0;
-    var own = [n.entry].concat(n.extra || []);
+    var v = 0, ch = 0, cnt = 0, rows = 0, folded = 0;
+    var own = ownEntries(n);
     for (var k = 0; k < own.length; ++k) {
-      if (!own[k]) continue;
       v += entryValue(own[k], size); ++cnt;
+      if (!diff && isOverflow(own[k])) { ++rows; folded += own[k].folded_entries; }
       if (diff) ch += own[k][size].change;
     }
     n.own = v;
     for (var j = 0; j < n.kids.length; ++j) {
       var c = n.kids[j];
       measure(c, size);
-      v += c.value; ch += c.change; cnt += c.entries;
+      v += c.value; ch += c.change; cnt += c.entries; rows += c.rows; folded += c.folded;
     }
-    n.value = v; n.change = ch; n.entries = cnt;
+    n.value = v; n.change = ch; n.entries = cnt; n.rows = rows; n.folded = folded;
     n.kids.sort(function (a, b) { return b.value - a.value || (a.label < b.label ? -1 : 1); });
   }
   function tagTotals(n) {
     if (n.tags) return n.tags;
     var t = Object.create(null);
-    var own = [n.entry].concat(n.extra || []);
+    var own = ownEntries(n);
     for (var k = 0; k < own.length; ++k) {
-      if (!own[k]) continue;
       var a = tagsOf(own[k]);
       for (var key in a) t[key] = (t[key] || 0) + a[key];
     }
@@ -157,19 +207,9 @@
   }
 
   // ------------------------------------------------------------ figures of one node
-  function rowsOf(n) {
-    var rows = [], e = n.entry;
-    if (n.rest) {
-      rows.push([n.count + (n.unbudgeted ? ' names below, not drawn (the page draws ' + MAX_CELLS + ' boxes at most)'
-                                         : ' smaller names') + ', together',
-                 isCount() ? String(n.value) : bytes(n.value)]);
-      rows.push(['', 'click to zoom into ' + fullName(n.parent)]);
-      return rows;
-    }
-    if (n.isGroup || n === root) {
-      rows.push(['entries', String(n.entries)]);
-    }
-    if (e && !diff && isOverflow(e)) {
+  // The figures of one entry, appended to `rows`.
+  function entryRows(e, rows) {
+    if (!diff && isOverflow(e)) {
       rows.push(['kind', 'folded (overflow: entries beyond the table cap)']);
       rows.push(['entries folded', String(e.folded_entries)]);
       rows.push(['largest peak', bytes(e.peak_bytes)]);
@@ -178,15 +218,15 @@
       rows.push(['limit hits (oom)', String(e.oom_count)]);
       rows.push(['errors', String(e.err_count)]);
       rows.push(['time', fixed(e.time_s, 6) + ' s total']);
-    } else if (e && !diff) {
+    } else if (!diff) {
       rows.push(['kind', e.kind]);
       rows.push(['peak', bytes(e.peak_bytes)]);
       var tags = e.at_peak || {};
-      for (var t in tags) rows.push(['  ' + t + ' at peak', bytes(tags[t])]);
+      for (var t in tags) rows.push(['  ' + shown(t) + ' at peak', bytes(tags[t])]);
       if (e.kind === 'account') {
         rows.push(['live', bytes(e.live_bytes)]);
         var lt = e.live_by_tag || {};
-        for (var t2 in lt) rows.push(['  ' + t2 + ' live', bytes(lt[t2])]);
+        for (var t2 in lt) rows.push(['  ' + shown(t2) + ' live', bytes(lt[t2])]);
         rows.push(['allocated', bytes(e.allocated_bytes)]);
         rows.push(['allocations', String(e.allocations)]);
         rows.push(['frees', String(e.frees)]);
@@ -195,14 +235,17 @@
         rows.push(['last peak', bytes(e.last_peak_bytes)]);
         var cs = e.counters || {};
         var cl = e.counters_last || {};
-        for (var c in cs) rows.push(['counter ' + c, String(cs[c]) + (has(cl, c) && cl[c] !== cs[c] ? ' (last ' + cl[c] + ')' : '')]);
+        for (var c in cs) {
+          var now = exact(cs, c), last = has(cl, c) ? exact(cl, c) : now;
+          rows.push(['counter ' + shown(c), now + (last !== now ? ' (last ' + last + ')' : '')]);
+        }
         rows.push(['result (latest run)', e.result || '-']);
         rows.push(['limit hits (oom)', String(e.oom_count)]);
         rows.push(['errors', String(e.err_count)]);
         rows.push(['time', fixed(e.time_s, 6) + ' s total, ' + fixed(e.last_time_s, 6) + ' s last']);
         rows.push(['thread', String(e.thread)]);
       }
-    } else if (e && diff) {
+    } else {
       rows.push(['kind', e.kind]);
       rows.push(['status', e.status]);
       ['live', 'peak'].forEach(function (f) {
@@ -214,12 +257,33 @@
         rows.push([f, e[f].before + ' \u2192 ' + e[f].after + ' (' + signed(e[f].change) + ')']);
       });
     }
-    if (n.kids.length || !e) {
+  }
+  function rowsOf(n) {
+    var rows = [];
+    if (n.rest) {
+      rows.push([n.count + (n.why === 'budget' ? ' names below, not drawn (the page draws ' + MAX_CELLS + ' boxes at most)'
+                            : n.why === 'deep' ? ' names below, not drawn (the page draws ' + MAX_DEPTH + ' levels at most)'
+                            : ' smaller names') + ', together',
+                 isCount() ? String(n.value) : bytes(n.value)]);
+      rows.push(['', 'click to zoom into ' + fullName(n.parent)]);
+      return rows;
+    }
+    if (n.isGroup || n === root) {
+      rows.push(['entries', String(n.entries - n.rows)]);
+      if (n.rows) rows.push(['overflow rows', n.rows + ', standing for ' + n.folded + ' folded entries']);
+    }
+    var own = ownEntries(n);
+    for (var k = 0; k < own.length; ++k) {
+      if (own.length > 1) rows.push(['entry ' + (k + 1) + ' of ' + own.length, shown(own[k].name)]);
+      entryRows(own[k], rows);
+    }
+    if (n.kids.length || own.length !== 1) {
       var label = SIZES.filter(function (s) { return s[0] === state.size; })[0][1];
       var total = isCount() ? String(n.value) : bytes(n.value);
-      rows.push([(e ? 'with everything below: ' : 'sum of ') + label, total]);
+      var what = !own.length ? 'sum of ' : n.kids.length ? 'with everything below: ' : 'the ' + own.length + ' entries together: ';
+      rows.push([what + label, total]);
       if (diff) rows.push(['net ' + label, sbytes(n.change)]);
-      rows.push(['names below', String(n.entries - (e ? 1 : 0))]);
+      if (n.kids.length || !own.length) rows.push(['names below', String(n.entries - own.length)]);
     }
     return rows;
   }
@@ -228,7 +292,8 @@
     if (n === root) return 'all';
     if (n.rest) return n.count + ' more below ' + fullName(n.parent);
     if (n.isGroup) return n.label;
-    return n.entry ? n.entry.name : n.path + '/';
+    if (n.extra) return shown(n.path) + ' (' + ownEntries(n).length + ' entries)';
+    return n.entry ? shown(n.entry.name) : shown(n.path) + '/';
   }
   function titleOf(n) {
     return fullName(n) + '\n' + rowsOf(n).map(function (r) { return r[0] + ': ' + r[1]; }).join('\n');
@@ -267,7 +332,10 @@
     var found = null;
     (function walk(n) {
       if (found) return;
-      if ((n.entry && n.entry.name === path) || (!n.isGroup && n.path === path)) { found = n; return; }
+      if (ownEntries(n).some(function (e) { return e.name === path; }) || (!n.isGroup && n.path === path)) {
+        found = n;
+        return;
+      }
       for (var i = 0; i < n.kids.length; ++i) walk(n.kids[i]);
     })(root);
     return found;
@@ -296,7 +364,7 @@
       if (n.isGroup || n === root) d.classList.add('group');
       if (n.group === 'overflow') d.classList.add('overflow');
       if (diff && n.change !== 0) d.classList.add(n.change > 0 ? 'grew' : 'shrank');
-      d.textContent = n === top && top !== root && !n.isGroup ? fullName(n) : n.label;
+      d.textContent = n === top && top !== root && !n.isGroup ? fullName(n) : shown(n.label);
       d.title = titleOf(n);
       d.setAttribute('data-i', String(cells.length));
       d.setAttribute('data-path', n.entry ? n.entry.name : n.isGroup ? '' : n.path);
@@ -305,10 +373,14 @@
       cells.push(n);
       frag.appendChild(d);
       if (depth > maxDepth) maxDepth = depth;
-      if (depth >= MAX_DEPTH || n.value <= 0) return;
+      if (n.value <= 0) return;
       var below = n.value - n.own;           // what the kids hold together
+      if (below > 0 && depth >= MAX_DEPTH) {
+        placeRest(n, n.kids.length, below, x, w * below / n.value, depth + 1, 'deep');
+        return;                               // too deep: one box zooms into them
+      }
       if (below > 0 && cells.length + queue.length - next + n.kids.length > MAX_CELLS) {
-        placeRest(n, n.kids.length, below, x, w * below / n.value, depth + 1, true);
+        placeRest(n, n.kids.length, below, x, w * below / n.value, depth + 1, 'budget');
         return;                               // over budget: one box zooms into them
       }
       var cx = x;
@@ -327,15 +399,16 @@
       }
     }
     // One box for the names too narrow to draw: clicking it zooms into their parent.
-    // `unbudgeted`: they are not drawn because the page has drawn MAX_CELLS boxes.
-    function placeRest(parent, count, value, x, w, depth, unbudgeted) {
+    // `why`: 'budget' (the page has drawn MAX_CELLS boxes), 'deep' (they are
+    // below MAX_DEPTH levels), or none (each is narrower than MIN_PX).
+    function placeRest(parent, count, value, x, w, depth, why) {
       var d = el('div', 'cell rest' + (w < 24 ? ' narrow' : ''), '+' + count);
       d.style.left = x.toFixed(2) + 'px';
       d.style.top = (depth * ROW) + 'px';
       d.style.width = w.toFixed(2) + 'px';
       d.style.background = 'hsl(0,0%,86%)';
       var pseudo = { rest: true, parent: parent, label: '+' + count, kids: [], entry: null, value: value,
-                     count: count, path: parent.path, group: parent.group, unbudgeted: !!unbudgeted };
+                     count: count, path: parent.path, group: parent.group, why: why || '' };
       d.title = titleOf(pseudo);
       d.setAttribute('data-i', String(cells.length));
       cells.push(pseudo);
@@ -351,7 +424,9 @@
     chart.textContent = '';
     chart.style.height = ((maxDepth + 1) * ROW + 4) + 'px';
     chart.appendChild(frag);
-    if (top.value <= 0) chart.appendChild(el('p', 'hint', 'Nothing to show for this size: every value is 0.'));
+    if (top.value <= 0)
+      chart.appendChild(el('p', 'hint', entries.length ? 'Nothing to show for this size: every value is 0.'
+                                                       : 'No entries to show.'));
     drawCrumbs(top);
     applySearch();
     document.body.setAttribute('data-cells', String(cells.length));
@@ -362,7 +437,7 @@
     var chain = [];
     for (var n = top; n; n = n.parent) chain.unshift(n);
     chain.forEach(function (c) {
-      var b = el('button', '', c === root ? 'all' : c.label);
+      var b = el('button', '', c === root ? 'all' : shown(c.label));
       b.addEventListener('click', function () { zoom(c === root ? null : c); });
       nav.appendChild(b);
     });
@@ -401,7 +476,7 @@
     }
     hits.sort(function (a, b) { return entryValue(b, state.size) - entryValue(a, state.size); });
     hits.slice(0, 50).forEach(function (e) {
-      var li = el('li', 'result', e.name);
+      var li = el('li', 'result', shown(e.name));
       li.addEventListener('click', function () { zoom(e.node.kids.length ? e.node : e.node.parent); showDetails(e.node); });
       results.appendChild(li);
       ++listed;
@@ -491,8 +566,8 @@
   legend();
   draw();
   if (state.showPath) {
-    var shown = findPath(state.showPath);
-    if (shown) { state.pinned = shown; showDetails(shown); }
+    var toShow = findPath(state.showPath);
+    if (toShow) { state.pinned = toShow; showDetails(toShow); }
   }
 
   sizeSel.addEventListener('change', function () { state.size = sizeSel.value; measure(root, state.size); draw(); });

@@ -56,6 +56,19 @@ inline void fail_check_at(const Catch::SourceLineInfo& where, const std::string&
   handler.complete();
 }
 
+// The same from a destructor. Once Catch is ending the run (-a, -x N: this
+// failure reached the limit), complete() throws to leave the test case, which
+// a destructor cannot let out (std::terminate); the failure is recorded
+// already, and Catch stops before the next test case.
+inline void fail_check_in_destructor(const Catch::SourceLineInfo& where, const std::string& message) noexcept {
+  try {
+    fail_check_at(where, message);
+  } catch (const Catch::TestFailureException&) {
+  } catch (...) {
+    // Only memory for the message can fail here; the failure then goes unreported.
+  }
+}
+
 // "1 block (40 bytes)", "2 blocks (56 bytes)".
 inline std::string blocks_text(std::int64_t blocks, std::int64_t bytes) {
   return std::to_string(blocks) + (blocks == 1 ? " block (" : " blocks (") + std::to_string(bytes) +
@@ -72,9 +85,9 @@ class checked_block {
       : resource_(resource), blocks_(resource.blocks_in_use()), bytes_(resource.bytes_in_use()),
         first_(resource.next_serial()), where_(where) {}
   ~checked_block() {
-    if (const std::string m = guard_.message(); !m.empty()) fail_check_at(where_, m);
+    if (const std::string m = guard_.message(); !m.empty()) fail_check_in_destructor(where_, m);
     if (resource_.blocks_in_use() != blocks_ || resource_.bytes_in_use() != bytes_) {
-      fail_check_at(where_, "arenastat::test_resource '" + std::string(resource_.name()) + "' has " +
+      fail_check_in_destructor(where_, resource_.description() + " has " +
                                 blocks_text(resource_.blocks_in_use(), resource_.bytes_in_use()) +
                                 " in use at the end of the block, " + blocks_text(blocks_, bytes_) +
                                 " at its start; left by the block: " + resource_.blocks_since(first_));
@@ -99,7 +112,7 @@ class no_default_resource {
  public:
   explicit no_default_resource(const Catch::SourceLineInfo& where) : where_(where) {}
   ~no_default_resource() {
-    if (const std::string m = guard_.message(); !m.empty()) fail_check_at(where_, m);
+    if (const std::string m = guard_.message(); !m.empty()) fail_check_in_destructor(where_, m);
   }
   no_default_resource(const no_default_resource&) = delete;
   no_default_resource& operator=(const no_default_resource&) = delete;
@@ -131,6 +144,6 @@ class no_default_resource {
 
 // Checks that nothing in the rest of the enclosing block uses the default resource.
 #define ARENASTAT_NO_DEFAULT_RESOURCE() \
-  ::arenastat::testing::no_default_resource ARENASTAT_TESTING_CAT(arenastat_no_default_, __LINE__) { \
+  ::arenastat::testing::no_default_resource ARENASTAT_TESTING_CAT(arenastat_no_default_, __COUNTER__) { \
     CATCH_INTERNAL_LINEINFO                                                                         \
   }
