@@ -13,6 +13,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <algorithm>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -226,6 +229,23 @@ TEST_CASE("at exit: a bad value gives one warning, then the default report", "[a
   CHECK(row_fields(r.err, "child/work").at(0) == "4096");
 }
 
+TEST_CASE("at exit: a bad value leaves ARENASTAT_AT_EXIT_FILE alone and prints the default report to stderr",
+          "[at_exit][prometheus]") {
+  // A .prom file node_exporter reads, from an earlier run: a text report in
+  // its place would break every series of it.
+  const std::string path = temp_path(".prom");
+  const std::string earlier = "arenastat_account_live_bytes{account=\"child/cache\"} 100\n";
+  std::ofstream(path) << earlier;
+  const run_result r = run_child({"ARENASTAT_AT_EXIT=--prometheus --depth=2", "ARENASTAT_AT_EXIT_FILE=" + path});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, StartsWith("arenastat: warning: ignoring ARENASTAT_AT_EXIT='--prometheus --depth=2' (unknown "
+                               "option '--depth=2'"));
+  CHECK_THAT(r.err, Contains("); the default report will be printed at exit to stderr (ARENASTAT_AT_EXIT_FILE '" +
+                             path + "' is left as it is: it was meant for the report asked for)\narenastat report\n"));
+  CHECK(read_file(path) == earlier);
+  std::remove(path.c_str());
+}
+
 TEST_CASE("at exit: --json with --tree is a bad value too", "[at_exit]") {
   const run_result r = run_child({"ARENASTAT_AT_EXIT=--json --tree"});
   CHECK(r.exit_code == 0);
@@ -310,8 +330,10 @@ TEST_CASE("at exit: --prometheus writes the exposition to ARENASTAT_AT_EXIT_FILE
   CHECK(r.err.empty());
   const std::string text = read_file(path);
   // child/cache: peak 300, live 200 (at_exit_child.cpp).
-  CHECK_THAT(text, Contains("\narenastat_account_live_bytes{account=\"child/cache\"} 200\n"));
-  CHECK_THAT(text, Contains("\narenastat_account_peak_bytes{account=\"child/cache\"} 300\n"));
+  // Every sample labelled with the program (/proc/self/comm of at_exit_child).
+  CHECK_THAT(text, Contains("\narenastat_account_live_bytes{program=\"at_exit_child\",account=\"child/cache\"} 200\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_peak_bytes{program=\"at_exit_child\",account=\"child/cache\"} 300\n"));
+  CHECK_THAT(text, Contains("\narenastat_process_rss_bytes{program=\"at_exit_child\"} "));
   // Only the file itself is left: the temporary was renamed over it.
   std::vector<std::string> names;
   if (DIR* d = ::opendir(dir.c_str())) {
@@ -322,6 +344,37 @@ TEST_CASE("at exit: --prometheus writes the exposition to ARENASTAT_AT_EXIT_FILE
   }
   CHECK(names == std::vector<std::string>{"app.prom"});
   std::remove(path.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("at exit: the .prom files of two programs in one directory share no series", "[at_exit][prometheus]") {
+  // node_exporter's textfile collector refuses a series two files give.
+  const std::string dir = temp_path("-prom-two");
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  const std::string a = dir + "/a.prom", b = dir + "/b.prom";
+  CHECK(run_child(ARENASTAT_AT_EXIT_CHILD, {"ARENASTAT_AT_EXIT=--prometheus", "ARENASTAT_AT_EXIT_FILE=" + a}).exit_code == 0);
+  CHECK(run_child(ARENASTAT_AT_EXIT_CHILD_JE, {"ARENASTAT_AT_EXIT=--prometheus", "ARENASTAT_AT_EXIT_FILE=" + b}).exit_code == 0);
+  // The series of each file: every sample line up to its value.
+  const auto series = [](const std::string& text, const std::string& program) {
+    std::set<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      const std::string name = line.substr(0, line.find('{'));
+      CHECK(line.substr(name.size(), program.size() + 11) == "{program=\"" + program + "\"");
+      out.insert(line.substr(0, line.rfind(' ')));
+    }
+    return out;
+  };
+  const std::set<std::string> sa = series(read_file(a), "at_exit_child");
+  const std::set<std::string> sb = series(read_file(b), "at_exit_child_j");  // comm holds 15 bytes
+  CHECK(sa.size() > 10);
+  CHECK(sb.size() > 10);
+  std::vector<std::string> both;
+  std::set_intersection(sa.begin(), sa.end(), sb.begin(), sb.end(), std::back_inserter(both));
+  CHECK(both.empty());
+  std::remove(a.c_str());
+  std::remove(b.c_str());
   ::rmdir(dir.c_str());
 }
 
@@ -352,7 +405,7 @@ TEST_CASE("at exit: --prometheus that cannot be written says why and prints the 
   CHECK_THAT(r.err, StartsWith("arenastat: cannot write the at-exit report to ARENASTAT_AT_EXIT_FILE "
                                "'/nonexistent-arenastat-dir/a\\x1b[2J.prom': No such file or directory; "
                                "printing it to stderr\n# HELP "));
-  CHECK_THAT(r.err, Contains("\narenastat_account_live_bytes{account=\"child/cache\"} 200\n"));
+  CHECK_THAT(r.err, Contains("\narenastat_account_live_bytes{program=\"at_exit_child\",account=\"child/cache\"} 200\n"));
 }
 
 TEST_CASE("at exit: the .prom file is made with mode 0666 minus the umask", "[at_exit][prometheus]") {

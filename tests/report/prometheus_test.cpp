@@ -486,6 +486,33 @@ TEST_CASE("prometheus: Accept chooses OpenMetrics only when it is preferred", "[
   CHECK(metrics_format_for_accept("text/plain;version=0.0.4") == metrics_format::text);
   CHECK(metrics_format_for_accept("application/openmetrics-text;q=0") == metrics_format::text);
   CHECK(metrics_format_for_accept("text/plain;q=0.9, application/openmetrics-text;q=0.5") == metrics_format::text);
+  CHECK(metrics_format_for_accept("text/plain;q=0, application/openmetrics-text") == metrics_format::openmetrics);
+}
+
+TEST_CASE("prometheus: Accept's most specific range decides, by RFC 9110's rules", "[prometheus]") {
+  // text/plain has q=1 through text/*, above OpenMetrics' 0.5.
+  CHECK(metrics_format_for_accept("text/*;q=1, application/openmetrics-text;q=0.5") == metrics_format::text);
+  // OpenMetrics' own range (0.3) overrides */* (0.9), which text/plain takes.
+  CHECK(metrics_format_for_accept("application/openmetrics-text;q=0.3,*/*;q=0.9") == metrics_format::text);
+  CHECK(metrics_format_for_accept("application/openmetrics-text;q=0.9,*/*;q=0.3") == metrics_format::openmetrics);
+  // A type's wildcard names it.
+  CHECK(metrics_format_for_accept("application/*") == metrics_format::openmetrics);
+  CHECK(metrics_format_for_accept("application/*;q=0.4, text/plain;q=0.5") == metrics_format::text);
+  // Another version of OpenMetrics is not the one served.
+  CHECK(metrics_format_for_accept("application/openmetrics-text;version=0.0.1") == metrics_format::text);
+  CHECK(metrics_format_for_accept("application/openmetrics-text;version=2.0.0") == metrics_format::text);
+  CHECK(metrics_format_for_accept("application/openmetrics-text;version=\"1.0.0\"") == metrics_format::openmetrics);
+  // The versioned range is more specific than the bare type.
+  CHECK(metrics_format_for_accept("application/openmetrics-text;version=1.0.0;q=0.2,application/openmetrics-text,"
+                                  "text/plain;q=0.5") == metrics_format::text);
+  // Malformed q-values leave their range out.
+  CHECK(metrics_format_for_accept("application/openmetrics-text;q=abc") == metrics_format::text);
+  CHECK(metrics_format_for_accept("application/openmetrics-text;q=1.5") == metrics_format::text);
+  CHECK(metrics_format_for_accept("application/openmetrics-text;q=0.1234") == metrics_format::text);
+  CHECK(metrics_format_for_accept("application/openmetrics-text;q=1.000") == metrics_format::openmetrics);
+  CHECK(metrics_format_for_accept("application/openmetrics-text;q=0.001, text/plain;q=0.000") == metrics_format::openmetrics);
+  // Not media ranges.
+  CHECK(metrics_format_for_accept("openmetrics, */openmetrics-text, /") == metrics_format::text);
   CHECK(metrics_content_type(metrics_format::text) == "text/plain; version=0.0.4; charset=utf-8");
   CHECK(metrics_content_type(metrics_format::openmetrics) ==
         "application/openmetrics-text; version=1.0.0; charset=utf-8");

@@ -12,6 +12,8 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <CivetServer.h>
@@ -19,12 +21,16 @@
 #include <prometheus/exposer.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "arenastat/prometheus.hpp"
 #include "autostart.hpp"
@@ -47,6 +53,7 @@ struct server_state {
   std::mutex mutex;
   std::unique_ptr<prometheus::Exposer> exposer;
   pid_t owner = 0;  // process that started it (a fork()ed child must not stop it)
+  std::string address;  // what it listens on, as start() was given it
   bool at_exit_registered = false;
   std::mutex log_mutex;      // guards start_error (civetweb logs from its own threads too)
   std::string start_error;  // civetweb's first message since the last start
@@ -84,8 +91,17 @@ int on_request(mg_connection* c) {
     send_text(c, 405, "Method Not Allowed", "GET /metrics\n", "Allow: GET, HEAD\r\n");  // RFC 9110: 405 says what is allowed
     return 405;
   }
-  const char* accept = mg_get_header(c, "Accept");
-  const metrics_format format = metrics_format_for_accept(accept != nullptr ? accept : "");
+  // Every Accept header, as one list (RFC 9110 5.3: a field sent twice is the
+  // list of both); mg_get_header gives the first only.
+  std::string accept;
+  for (int i = 0; ri != nullptr && i < ri->num_headers && i < MG_MAX_HEADERS; ++i) {
+    const char* name = ri->http_headers[i].name;
+    const char* value = ri->http_headers[i].value;
+    if (name == nullptr || value == nullptr || ::strcasecmp(name, "Accept") != 0) continue;
+    if (!accept.empty()) accept += ',';
+    accept += value;
+  }
+  const metrics_format format = metrics_format_for_accept(accept);
   std::string body;
   try {
     body = metrics({.depth = served_depth.load(std::memory_order_relaxed), .format = format});
@@ -146,6 +162,84 @@ std::string address_problem(std::string_view a) {
   return {};
 }
 
+// civetweb's listening thread waits in poll() up to 2 s (SOCKET_TIMEOUT_QUANTUM
+// in civetweb.c) before it sees that the server is stopping, so stopping
+// took up to 2 s, at every exit of a program with the endpoint on. A
+// connection to the listening socket wakes it: while the server stops, this
+// makes one every 10 ms (to the loopback address when it listens on every
+// address) and closes it. Without a thread (none could be made), the stop
+// just takes its 2 s.
+class stop_waker {
+ public:
+  stop_waker(const std::string& address, int port) {
+    if (!target(address, port)) return;
+    try {
+      thread_ = std::thread([this] { run(); });
+    } catch (...) {
+    }
+  }
+  ~stop_waker() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  stop_waker(const stop_waker&) = delete;
+  stop_waker& operator=(const stop_waker&) = delete;
+
+ private:
+  bool target(const std::string& address, int port) {
+    const std::size_t colon = address.rfind(':');
+    if (colon == std::string::npos || port <= 0) return false;
+    std::string host = address.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[') {
+      host = host.substr(1, host.size() - 2);
+      auto& a = reinterpret_cast<sockaddr_in6&>(addr_);
+      a.sin6_family = AF_INET6;
+      a.sin6_port = htons(static_cast<std::uint16_t>(port));
+      if (::inet_pton(AF_INET6, host.c_str(), &a.sin6_addr) != 1) return false;
+      if (IN6_IS_ADDR_UNSPECIFIED(&a.sin6_addr)) a.sin6_addr = in6addr_loopback;
+      len_ = sizeof a;
+      return true;
+    }
+    auto& a = reinterpret_cast<sockaddr_in&>(addr_);
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    if (::inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) return false;
+    if (a.sin_addr.s_addr == htonl(INADDR_ANY)) a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    len_ = sizeof a;
+    return true;
+  }
+  void poke() const noexcept {
+    const int fd = ::socket(addr_.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr_), len_) != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, 10);  // the handshake done: the listener sees the connection
+    }
+    ::close(fd);
+  }
+  void run() {
+    std::unique_lock lock(mutex_);
+    while (!done_) {
+      lock.unlock();
+      poke();
+      lock.lock();
+      wake_.wait_for(lock, std::chrono::milliseconds(10), [this] { return done_; });
+    }
+  }
+
+  sockaddr_storage addr_{};
+  socklen_t len_ = 0;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
 int start(const std::string& address, unsigned depth) {
@@ -180,6 +274,7 @@ int start(const std::string& address, unsigned depth) {
   const std::vector<int> ports = s.exposer->GetListeningPorts();
   served_port.store(ports.empty() ? 0 : ports.front());
   s.owner = ::getpid();
+  s.address = address;
   if (!s.at_exit_registered) {
     s.at_exit_registered = true;
     std::atexit([] { stop(); });
@@ -194,6 +289,7 @@ void stop() noexcept {
   if (::getpid() != s.owner) {
     (void)s.exposer.release();  // a fork()ed child: the threads are the parent's
   } else {
+    const stop_waker waker(s.address, served_port.load());
     s.exposer.reset();  // civetweb stops, waiting for a scrape in progress
   }
   served_port.store(0);

@@ -128,11 +128,13 @@ void print_report_at_exit() noexcept {
     const auto copy = std::make_shared<const table_copy>(detail::copy_for(options));
     const process_info proc = read_process_info();
     if (to_file && options.format == report_format::prometheus && !names_special_file(file)) {
-      // A .prom file for the textfile collector: never half written.
-      report_stream s = detail::stream_report(copy, proc, options, {});
-      std::string text;
-      std::string_view chunk;
-      while (s.next(chunk)) text += chunk;
+      // A .prom file for the textfile collector: never half written, and
+      // labelled with the program (the files of several programs share a
+      // directory there).
+      metrics_options mo;
+      mo.depth = metrics_depth_from_env();
+      mo.program_label = detail::program_name();
+      const std::string text = detail::render_metrics(*copy, proc, detail::table_figures_of(*copy), mo);
       try {
         write_file_atomically(file, text);
       } catch (const std::system_error& e) {
@@ -215,8 +217,11 @@ void register_handler() {
   }
 }
 
-void arm(const report_options& options) {
-  const char* file = std::getenv("ARENASTAT_AT_EXIT_FILE");
+// `use_file`: false when the options are not the ones asked for (a bad
+// ARENASTAT_AT_EXIT): the file was meant for the report asked for (a .prom
+// file for --prometheus), so the default report goes to stderr instead.
+void arm(const report_options& options, bool use_file = true) {
+  const char* file = use_file ? std::getenv("ARENASTAT_AT_EXIT_FILE") : nullptr;
   at_exit_state& st = state();
   std::lock_guard lock(st.mu);
   st.armed = true;
@@ -251,17 +256,23 @@ void start_at_exit_from_env() noexcept {
     const char* value = std::getenv("ARENASTAT_AT_EXIT");
     if (!value || !*value || std::strcmp(value, "0") == 0) return;
     report_options options;  // "1": the defaults
+    bool asked_for = true;
     if (std::strcmp(value, "1") != 0) {
       try {
         options = parse_report_options(value);
       } catch (const std::invalid_argument& e) {
+        const char* file = std::getenv("ARENASTAT_AT_EXIT_FILE");
         write_all(2, "arenastat: warning: ignoring ARENASTAT_AT_EXIT=" + detail::quoted(value) + " (" +
-                         detail::bounded(without_prefix(e.what())) +
-                         "); the default report will be printed at exit\n");
+                         detail::bounded(without_prefix(e.what())) + "); the default report will be printed at exit" +
+                         (file && *file ? " to stderr (ARENASTAT_AT_EXIT_FILE " + detail::quoted(file) +
+                                              " is left as it is: it was meant for the report asked for)"
+                                        : std::string()) +
+                         "\n");
         options = report_options{};
+        asked_for = false;
       }
     }
-    arm(options);
+    arm(options, asked_for);
   } catch (const std::exception& e) {
     write_stderr("arenastat: cannot set up the at-exit report: ");
     write_stderr(e.what());

@@ -359,9 +359,13 @@ std::string render_metrics(const table_copy& c, const process_info& proc, const 
     frees.push_back({one, number(e.frees)});
   }
 
-  const std::string pid = options.pid_label ? label("pid", std::to_string(*options.pid_label)) : std::string();
+  std::string first = options.pid_label ? label("pid", std::to_string(*options.pid_label)) : std::string();
+  if (options.program_label) {
+    if (!first.empty()) first += ',';
+    first += label("program", *options.program_label);
+  }
   std::string out;
-  for (const family& f : fams) render_family(out, f, options.format, pid);
+  for (const family& f : fams) render_family(out, f, options.format, first);
   if (options.format == metrics_format::openmetrics) out += "# EOF\n";
   return out;
 }
@@ -383,47 +387,100 @@ std::string_view metrics_content_type(metrics_format format) noexcept {
                                                : "text/plain; version=0.0.4; charset=utf-8";
 }
 
+namespace {
+
+std::string_view trim_blanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Media types, parameter names and these values are case-insensitive (RFC 9110).
+bool same_text(std::string_view a, std::string_view lower) {
+  return a.size() == lower.size() && std::equal(a.begin(), a.end(), lower.begin(), [](char x, char y) {
+           return (x >= 'A' && x <= 'Z' ? x + 32 : x) == y;
+         });
+}
+
+// A qvalue as RFC 9110 12.4.2 writes it: "0" or "1", or either with up to
+// three decimals, none above 1; in thousandths, or -1 when malformed.
+int qvalue_thousandths(std::string_view v) {
+  if (v.empty() || (v[0] != '0' && v[0] != '1')) return -1;
+  int q = (v[0] - '0') * 1000;
+  if (v.size() == 1) return q;
+  if (v[1] != '.' || v.size() > 5) return -1;
+  int scale = 100;
+  for (std::size_t i = 2; i < v.size(); ++i, scale /= 10) {
+    if (v[i] < '0' || v[i] > '9') return -1;
+    q += (v[i] - '0') * scale;
+  }
+  return q > 1000 ? -1 : q;
+}
+
+// One format the endpoint can answer: its media type and version.
+struct offer {
+  std::string_view type, subtype, version;
+};
+constexpr offer text_offer{"text", "plain", "0.0.4"};
+constexpr offer openmetrics_offer{"application", "openmetrics-text", "1.0.0"};
+
+// How a media range matches an offer: 0 not at all, 1 "*/*", 2 "type/*",
+// 3 the type, 4 the type with its version (RFC 9110 12.5.1: the most specific
+// range that matches decides).
+int specificity(std::string_view type, std::string_view subtype, std::string_view version, const offer& o) {
+  if (type == "*" && subtype == "*") return 1;
+  if (!same_text(type, o.type)) return 0;
+  if (subtype == "*") return 2;
+  if (!same_text(subtype, o.subtype)) return 0;
+  if (version.empty()) return 3;
+  return version == o.version ? 4 : 0;  // another version of the format: not this one
+}
+
+}  // namespace
+
 metrics_format metrics_format_for_accept(std::string_view accept) {
-  const auto trim = [](std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-  };
-  double om_q = -1, text_q = -1;
-  std::size_t pos = 0;
-  while (pos <= accept.size()) {
+  // Per offer: the specificity and quality (thousandths) of the range that decides.
+  struct verdict {
+    int specificity = 0, q = 0;
+  } text, om;
+  for (std::size_t pos = 0; pos <= accept.size();) {
     std::size_t end = accept.find(',', pos);
     if (end == std::string_view::npos) end = accept.size();
     const std::string_view item = accept.substr(pos, end - pos);
     pos = end + 1;
     const std::size_t semi = item.find(';');
-    const std::string_view type = trim(item.substr(0, semi));
-    double q = 1;
-    if (semi != std::string_view::npos) {
-      std::string_view params = item.substr(semi + 1);
-      while (!params.empty()) {
-        const std::size_t next = params.find(';');
-        const std::string_view p = trim(params.substr(0, next));
-        if (p.starts_with("q=") || p.starts_with("Q=")) {
-          const std::string_view v = p.substr(2);
-          double parsed = 0;
-          const auto r = std::from_chars(v.data(), v.data() + v.size(), parsed);
-          if (r.ec == std::errc()) q = parsed;
-        }
-        if (next == std::string_view::npos) break;
-        params.remove_prefix(next + 1);
-      }
+    const std::string_view range = trim_blanks(item.substr(0, semi));
+    const std::size_t slash = range.find('/');
+    if (slash == std::string_view::npos || slash == 0 || slash + 1 == range.size()) continue;  // not a media range
+    const std::string_view type = range.substr(0, slash), subtype = range.substr(slash + 1);
+    if (type == "*" && subtype != "*") continue;
+    int q = 1000;
+    std::string_view version;
+    for (std::string_view params = semi == std::string_view::npos ? std::string_view() : item.substr(semi + 1);
+         !params.empty();) {
+      const std::size_t next = params.find(';');
+      const std::string_view p = trim_blanks(params.substr(0, next));
+      const std::size_t eq = p.find('=');
+      const std::string_view name = trim_blanks(p.substr(0, eq));
+      std::string_view value = eq == std::string_view::npos ? std::string_view() : trim_blanks(p.substr(eq + 1));
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+      if (same_text(name, "q")) q = qvalue_thousandths(value);
+      else if (same_text(name, "version")) version = value;
+      if (next == std::string_view::npos) break;
+      params.remove_prefix(next + 1);
     }
-    // Media types and the q parameter's name are case-insensitive (RFC 9110).
-    const auto same = [](std::string_view a, std::string_view b) {
-      return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return (x >= 'A' && x <= 'Z' ? x + 32 : x) == y;
-             });
-    };
-    if (same(type, "application/openmetrics-text")) om_q = std::max(om_q, q);
-    else if (same(type, "text/plain")) text_q = std::max(text_q, q);
+    if (q < 0) continue;  // a malformed q-value: the range is left out
+    for (auto [o, v] : {std::pair{&text_offer, &text}, std::pair{&openmetrics_offer, &om}}) {
+      const int s = specificity(type, subtype, version, *o);
+      if (s > v->specificity || (s == v->specificity && s > 0 && q > v->q)) *v = {s, q};
+    }
   }
-  return om_q > 0 && om_q >= text_q ? metrics_format::openmetrics : metrics_format::text;
+  // OpenMetrics only when its type is named ("application/openmetrics-text"
+  // or "application/*": "*/*" alone, as curl sends, keeps the text format),
+  // accepted (q above 0), and at least as wanted as the text format.
+  const bool named = om.specificity >= 2;
+  return named && om.q > 0 && (text.specificity == 0 || om.q >= text.q) ? metrics_format::openmetrics
+                                                                         : metrics_format::text;
 }
 
 namespace {

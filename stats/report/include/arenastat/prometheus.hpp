@@ -32,6 +32,10 @@ struct metrics_options {
   // in one directory never give one series twice (on /metrics, Prometheus
   // tells targets apart by their instance label).
   std::optional<std::uint64_t> pid_label = std::nullopt;
+  // Set for the at-exit file (ARENASTAT_AT_EXIT_FILE): every sample has
+  // program="<name>" as its first label (after pid when both are set), so the
+  // files of several programs in one directory never give one series twice.
+  std::optional<std::string> program_label = std::nullopt;
 };
 
 // Figures about the table itself.
@@ -85,9 +89,14 @@ std::string metrics(const metrics_options& options);
 // "application/openmetrics-text; version=1.0.0; charset=utf-8".
 std::string_view metrics_content_type(metrics_format format) noexcept;
 
-// The format to answer an HTTP Accept header with: OpenMetrics when the header
-// accepts application/openmetrics-text with a q-value above 0 and at least that
-// of text/plain; the text format otherwise (no header, */*, anything else).
+// The format to answer an HTTP Accept header with (RFC 9110 12.5.1): each
+// format's q-value is that of the most specific media range matching it
+// (its type with a `version` parameter equal to its own, then its type, then
+// "type/*", then "*/*"; a range naming another version does not match it, and
+// a range with a malformed q-value is left out). OpenMetrics when a range
+// names its type ("application/openmetrics-text" or "application/*") and its
+// q-value is above 0 and at least that of text/plain; the text format
+// otherwise (no header, "*/*" alone, anything else).
 metrics_format metrics_format_for_accept(std::string_view accept);
 
 // Writes `text` to `path` atomically, as node_exporter's textfile collector
