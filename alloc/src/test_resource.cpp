@@ -38,6 +38,35 @@ std::string pointer_text(const void* p) {
   return buf;
 }
 
+// "offsets 16..18" / "offset -1": the changed guard bytes in [from, to) of the block.
+std::string changed_range(const unsigned char* p, std::ptrdiff_t from, std::ptrdiff_t to) {
+  std::ptrdiff_t first = 0, last = 0;
+  bool any = false;
+  for (std::ptrdiff_t i = from; i < to; ++i) {
+    if (p[i] == guard_fill) continue;
+    if (!any) first = i;
+    last = i;
+    any = true;
+  }
+  if (!any) return {};
+  return first == last ? "offset " + std::to_string(first)
+                       : "offsets " + std::to_string(first) + ".." + std::to_string(last);
+}
+
+// What was written over a block's guard bytes ("" when nothing):
+// "written before the start: guard bytes at offset -1 changed; written past
+// the end: guard bytes at offsets 8..9 changed".
+std::string guard_damage(const unsigned char* user, std::size_t front, std::size_t bytes, std::size_t guard) {
+  const auto n = static_cast<std::ptrdiff_t>(bytes);
+  const std::string before = changed_range(user, -static_cast<std::ptrdiff_t>(front), 0);
+  const std::string after = changed_range(user, n, n + static_cast<std::ptrdiff_t>(guard));
+  std::string what;
+  if (!before.empty()) what += "written before the start: guard bytes at " + before + " changed";
+  if (!before.empty() && !after.empty()) what += "; ";
+  if (!after.empty()) what += "written past the end: guard bytes at " + after + " changed";
+  return what;
+}
+
 void write_stderr(const std::string& s) noexcept {
   std::size_t done = 0;
   while (done < s.size()) {
@@ -70,6 +99,7 @@ struct test_resource::state {
   std::size_t quarantine_bytes = 0;
   std::int64_t blocks = 0, bytes = 0, max_blocks = 0, max_bytes = 0, total_blocks = 0, total_bytes = 0;
   std::int64_t deallocations = 0, misuses = 0;
+  std::string last_misuse;  // the message of the latest misuse reported
   std::uint64_t next_serial = 1;
   std::int64_t limit = -1;
 
@@ -129,6 +159,21 @@ struct test_resource::state {
     if (v.size() > 10) s += ", ... (" + std::to_string(v.size() - 10) + " more)";
     return s;
   }
+  // Each block in use whose guard bytes were written, in serial order (at
+  // most 10): "  block #3 (8 bytes): written past the end: ...". Under mu.
+  std::vector<std::pair<std::uint64_t, std::string>> damaged_blocks() const {
+    std::vector<std::pair<std::uint64_t, std::string>> v;
+    for (const auto& [p, b] : live) {
+      const std::string d =
+          guard_damage(static_cast<const unsigned char*>(p), b.front, b.bytes, options.guard_bytes);
+      if (!d.empty())
+        v.emplace_back(b.serial, "  block #" + std::to_string(b.serial) + " (" +
+                                     plural(static_cast<std::int64_t>(b.bytes), "byte", "bytes") + "): " + d);
+    }
+    std::sort(v.begin(), v.end());
+    if (v.size() > 10) v.resize(10);
+    return v;
+  }
   std::string in_use(const char* verb) const {  // under mu
     return header() + " " + verb + " " + plural(blocks, "block", "blocks") + " (" + plural(bytes, "byte", "bytes") +
            ") in use: " + list(0);
@@ -168,7 +213,9 @@ test_resource::~test_resource() {
   if (state_->blocks != 0) {
     if (!state_->options.quiet) {
       try {
-        write_stderr(state_->in_use("destroyed with") + "\n");
+        std::string text = state_->in_use("destroyed with") + "\n";
+        for (const auto& [serial, line] : state_->damaged_blocks()) text += line + "\n";
+        write_stderr(text);
       } catch (...) {
       }
       if (state_->options.on_misuse == misuse_action::abort) {
@@ -234,7 +281,19 @@ std::string test_resource::blocks_since(std::uint64_t serial) const {
   return state_->list(serial);
 }
 
+std::string test_resource::last_misuse() const {
+  std::lock_guard lock(state_->mu);
+  return state_->last_misuse;
+}
+
 void test_resource::fail(const std::string& message) {
+  {
+    std::lock_guard lock(state_->mu);
+    try {
+      state_->last_misuse = message;
+    } catch (...) {  // no memory for a copy: the count still says it
+    }
+  }
   if (state_->options.on_misuse == misuse_action::abort) {
     write_stderr(message + "\n");
     std::fflush(nullptr);
@@ -313,25 +372,6 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   return p;
 }
 
-namespace {
-
-// "offsets 16..18" / "offset -1": the changed guard bytes in [from, to) of the block.
-std::string changed_range(const unsigned char* p, std::ptrdiff_t from, std::ptrdiff_t to) {
-  std::ptrdiff_t first = 0, last = 0;
-  bool any = false;
-  for (std::ptrdiff_t i = from; i < to; ++i) {
-    if (p[i] == guard_fill) continue;
-    if (!any) first = i;
-    last = i;
-    any = true;
-  }
-  if (!any) return {};
-  return first == last ? "offset " + std::to_string(first)
-                       : "offsets " + std::to_string(first) + ".." + std::to_string(last);
-}
-
-}  // namespace
-
 void test_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
   state& s = *state_;
   std::unique_lock lock(s.mu);
@@ -364,8 +404,7 @@ void test_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignm
   }
   auto* user = static_cast<unsigned char*>(p);
   const auto n = static_cast<std::ptrdiff_t>(b.bytes);
-  const std::string before = changed_range(user, -static_cast<std::ptrdiff_t>(b.front), 0);
-  const std::string after = changed_range(user, n, n + static_cast<std::ptrdiff_t>(s.options.guard_bytes));
+  const std::string damage = guard_damage(user, b.front, b.bytes, s.options.guard_bytes);
   // Given back in any case: the size and alignment match.
   account_->on_deallocate(b.bytes, tag_);
   if (s.options.charge_scopes && scopes_charged()) credit_scopes(tag_, b.bytes);
@@ -375,14 +414,10 @@ void test_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignm
   ++s.deallocations;
   std::memset(user - b.front, freed_fill, s.total_of(b));
   s.hold(p, b);
-  if (!before.empty() || !after.empty()) {
+  if (!damage.empty()) {
     ++s.misuses;
-    std::string what = of_block + " (" + plural(n, "byte", "bytes") + "): ";
-    if (!before.empty()) what += "written before the start: guard bytes at " + before + " changed";
-    if (!before.empty() && !after.empty()) what += "; ";
-    if (!after.empty()) what += "written past the end: guard bytes at " + after + " changed";
     lock.unlock();
-    fail(what);
+    fail(of_block + " (" + plural(n, "byte", "bytes") + "): " + damage);
   }
 }
 

@@ -74,6 +74,23 @@ TEST_CASE("top --batch: exact rows by live, then by peak, growth per second", "[
         std::string::npos);
 }
 
+TEST_CASE("top --batch: the process line says how many overflow rows stand for folded entries", "[cli][top]") {
+  temp_dir dir;
+  // A cap of 8 scope entries: past it, the cheapest are folded until 7 remain.
+  target app(dir.path(), {{"ARENASTAT_TABLE_MAX", "8"}});
+  const env_map env{{"ARENASTAT_SOCKET_DIR", dir.path()}};
+  // task/parse (peak 3000) and job/1..job/7 (peak 100 each) fill the table;
+  // job/8 makes 9: the two cheapest, job/1 and job/2 (equal peaks and runs:
+  // name order), are folded into the row "job/".
+  for (int k = 1; k <= 8; ++k) REQUIRE(app.command("scope job/" + std::to_string(k) + " 100") == "done");
+  const cli_result r = run_cli({app.pid_text(), "top", "--batch", "-n", "1"}, env);
+  REQUIRE(r.status == 0);
+  const auto l = lines_of(r.out);
+  REQUIRE(l.size() >= 2);
+  // 7 scope entries and 2 accounts (cache/items, scratch).
+  CHECK(l[1].ends_with("  entries 9  overflow rows 1 (2 entries folded)"));
+}
+
 TEST_CASE("top: names are escaped as the reports escape them, in batch output", "[cli][top]") {
   temp_dir dir;
   target app(dir.path());

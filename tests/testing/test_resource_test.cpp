@@ -396,6 +396,22 @@ TEST_CASE("test_resource: destroyed with blocks in use, it says which (and abort
   CHECK(abort_err == "arenastat::test_resource 'testing/leaky-abort' destroyed with 1 block (40 bytes) in use: #1 (40 bytes)\n");
 }
 
+TEST_CASE("test_resource: destroyed with blocks in use, it names the guard bytes written over", "[test_resource][misuse]") {
+  const std::string err = stderr_of([] {
+    arenastat::test_resource r{"testing/leaky-damaged"};
+    (void)r.allocate(16);
+    auto* p = static_cast<unsigned char*>(r.allocate(8));
+    p[-1] = 0;  // one byte before the block, two past its end
+    p[8] = 0;
+    p[9] = 0;
+  });
+  CHECK(err ==
+        "arenastat::test_resource 'testing/leaky-damaged' destroyed with 2 blocks (24 bytes) in use: #1 (16 bytes), "
+        "#2 (8 bytes)\n"
+        "  block #2 (8 bytes): written before the start: guard bytes at offset -1 changed; written past the end: "
+        "guard bytes at offsets 8..9 changed\n");
+}
+
 TEST_CASE("test_resource: the allocation limit refuses the allocation after N with std::bad_alloc", "[test_resource]") {
   arenastat::test_resource r{"testing/limit"};
   r.set_allocation_limit(2);

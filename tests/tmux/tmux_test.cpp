@@ -174,6 +174,28 @@ TEST_CASE("top: SIGWINCH to a narrow short terminal re-lays it out with fewer ro
   CHECK(terminal_is_sane(t, "after-resize"));
 }
 
+TEST_CASE("top: a line cut at the edge never ends in half an escape", "[tmux]") {
+  temp_dir dir;
+  target app(dir.path());
+  REQUIRE(app.command("hostile-scope") == "done");  // shown as evil\x0arow\x1b[2J\xc2\x85
+  tmux_session t;
+  t.keys("ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3");
+  t.key("Enter");
+  REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
+  // The name column starts at column 48: 54 columns leave 6, room for "evil"
+  // and not for the whole "\x0a" after it (a cut there showed "evil\x").
+  sh(t.tmux() + " resize-window -t top -x 54 -y 24");
+  const bool cut = t.wait_for([](const std::string& s) {
+    for (const auto& l : lines_of(s))
+      if (l.find("scope   evil") != std::string::npos) return l.ends_with("scope   evil");
+    return false;
+  });
+  INFO(t.last());
+  CHECK(cut);
+  t.keys("q");
+  CHECK(terminal_is_sane(t, "after-cut"));
+}
+
 namespace {
 
 // `top -d 0.2` typed into `t` against `app`, with a --timeout far longer than

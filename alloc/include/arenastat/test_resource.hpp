@@ -103,6 +103,9 @@ class test_resource final : public std::pmr::memory_resource {
   std::int64_t total_bytes() const noexcept;
   std::int64_t deallocations() const noexcept;  // successful deallocations
   std::int64_t misuses() const noexcept;        // misuses reported (wrong deallocations, bad alignments)
+  // The message of the latest misuse reported ("" when none): what was thrown
+  // (or written before the abort), also when the code under test caught it.
+  std::string last_misuse() const;
   // Serial number of the next block (blocks are numbered #1, #2, ... in allocation order).
   std::uint64_t next_serial() const noexcept;
 

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -106,6 +107,8 @@ struct frame {
   long pid = 0;
   std::uint64_t rss = 0, hwm = 0, anon = 0;
   std::size_t total_entries = 0;
+  std::size_t overflow_rows = 0;        // rows standing for entries folded beyond the table's cap
+  std::uint64_t folded_entries = 0;     // the entries they stand for
   std::vector<row> rows;
   std::string time;  // local wall-clock time of the refresh
 };
@@ -193,6 +196,11 @@ class sampler {
     const nlohmann::json& entries = member(j, "entries");
     if (!entries.is_array()) throw not_a_report{"'entries' is not an array"};
     f.total_entries = entries.size() + u64(j, "omitted_beyond_top") + u64(j, "omitted_smaller");
+    if (const auto folded = j.find("folded"); folded != j.end()) {
+      if (!folded->is_array()) throw not_a_report{"'folded' is not an array"};
+      f.overflow_rows = folded->size();
+    }
+    if (const auto table = j.find("table"); table != j.end()) f.folded_entries = u64(*table, "folded_entries");
     std::map<std::string, std::pair<std::int64_t, std::chrono::steady_clock::time_point>> seen;
     for (const nlohmann::json& e : entries) {
       row r;
@@ -304,7 +312,10 @@ double sort_figure(const row& r, order o) {
 
 std::string process_line(const frame& f, bool h) {
   return "VmRSS " + bytes_cell(static_cast<double>(f.rss), h) + "  VmHWM " + bytes_cell(static_cast<double>(f.hwm), h) +
-         "  RssAnon " + bytes_cell(static_cast<double>(f.anon), h) + "  entries " + std::to_string(f.total_entries);
+         "  RssAnon " + bytes_cell(static_cast<double>(f.anon), h) + "  entries " + std::to_string(f.total_entries) +
+         (f.overflow_rows == 0 ? std::string()
+                               : "  overflow rows " + std::to_string(f.overflow_rows) + " (" +
+                                     std::to_string(f.folded_entries) + " entries folded)");
 }
 
 // ------------------------------------------------------------------ batch
@@ -409,14 +420,32 @@ int columns_of(char32_t code) {
   return w < 0 ? 1 : w;
 }
 
-// Cuts a line to `width` display columns: a character that would cross the
-// edge is left out; control bytes (the lines hold none: names are escaped)
-// show as '?', and a byte outside UTF-8 as one column.
+// The bytes of the escape starting at s[i] (a backslash): "\\\\" and "\\xHH"
+// as escape_text writes them, else the backslash alone.
+std::size_t escape_length(const std::string& s, std::size_t i) {
+  const auto hex = [&](std::size_t k) { return k < s.size() && std::isxdigit(static_cast<unsigned char>(s[k])) != 0; };
+  if (i + 1 < s.size() && s[i + 1] == '\\') return 2;
+  if (i + 1 < s.size() && s[i + 1] == 'x' && hex(i + 2) && hex(i + 3)) return 4;
+  return 1;
+}
+
+// Cuts a line to `width` display columns: a character, or an escape of a
+// name, that would cross the edge is left out whole (a cut "\\xe2\\x80\\"
+// would read as another escape); control bytes (the lines hold none: names
+// are escaped) show as '?', and a byte outside UTF-8 as one column.
 std::string fit(const std::string& s, int width) {
   std::string out;
   int cols = 0;
   for (std::size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\\') {  // an escape of a name ("\\\\", "\\xHH") is kept whole or left out
+      const std::size_t n = escape_length(s, i);
+      if (cols + static_cast<int>(n) > width) break;
+      out.append(s, i, n);
+      cols += static_cast<int>(n);
+      i += n;
+      continue;
+    }
     const std::size_t n = c < 0x80 ? 1 : detail::utf8_sequence(std::string_view(s).substr(i));
     if (n <= 1) {
       if (cols + 1 > width) break;
@@ -457,8 +486,9 @@ std::string screen(long pid, const std::string& program, const top_options& o, o
   std::vector<std::string> lines;
   char delay[32];
   std::snprintf(delay, sizeof delay, "%g", o.delay_s);
-  lines.push_back(fit("arenastat top - pid " + std::to_string(pid) + " " + program + "  " + f.time + "  every " +
-                          delay + " s  sort " + order_name(sort) + (paused ? "  [paused]" : ""),
+  // "[paused]" first: a narrow terminal cuts the end of the line.
+  lines.push_back(fit(std::string(paused ? "[paused] " : "") + "arenastat top - pid " + std::to_string(pid) + " " +
+                          program + "  " + f.time + "  every " + delay + " s  sort " + order_name(sort),
                       width));
   lines.push_back(fit(process_line(f, true), width));
   lines.push_back(fit("keys: q quit  s sort (live, peak, growth)  p pause    L: ! = hit its memory limit", width));

@@ -28,3 +28,14 @@ TEST_CASE("clean") {
   ARENASTAT_CHECKED_RESOURCE(mem);
   mem.deallocate(mem.allocate(4), 4);
 }
+
+// Run by name (ctest): a double free that the code under test catches.
+TEST_CASE("a caught double free") {
+  ARENASTAT_CHECKED_RESOURCE(mem);
+  void* p = mem.allocate(8);
+  mem.deallocate(p, 8);
+  try {
+    mem.deallocate(p, 8);
+  } catch (const arenastat::test_resource_error&) {
+  }
+}

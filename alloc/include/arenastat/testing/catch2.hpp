@@ -16,6 +16,7 @@
 #pragma once
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <string_view>
 
@@ -83,9 +84,18 @@ class checked_block {
   // `where`: the line failures are reported at (CATCH_INTERNAL_LINEINFO there).
   checked_block(test_resource& resource, const Catch::SourceLineInfo& where)
       : resource_(resource), blocks_(resource.blocks_in_use()), bytes_(resource.bytes_in_use()),
-        first_(resource.next_serial()), where_(where) {}
+        misuses_(resource.misuses()), first_(resource.next_serial()), where_(where),
+        uncaught_(std::uncaught_exceptions()) {}
   ~checked_block() {
     if (const std::string m = guard_.message(); !m.empty()) fail_check_in_destructor(where_, m);
+    // A misuse the code under test caught (a double free inside a destructor
+    // that swallows, say) is a failure too; one whose exception is leaving
+    // the block fails the test by itself.
+    if (const std::int64_t n = resource_.misuses() - misuses_; n > 0 && std::uncaught_exceptions() == uncaught_)
+      fail_check_in_destructor(where_, resource_.description() + " reported " + std::to_string(n) +
+                                           (n == 1 ? " misuse" : " misuses") +
+                                           " in the block, which the code under test caught; the last: " +
+                                           resource_.last_misuse());
     if (resource_.blocks_in_use() != blocks_ || resource_.bytes_in_use() != bytes_) {
       fail_check_in_destructor(where_, resource_.description() + " has " +
                                 blocks_text(resource_.blocks_in_use(), resource_.bytes_in_use()) +
@@ -101,8 +111,10 @@ class checked_block {
   test_resource& resource_;
   std::int64_t blocks_;
   std::int64_t bytes_;
+  std::int64_t misuses_;
   std::uint64_t first_;
   Catch::SourceLineInfo where_;
+  int uncaught_;
   default_resource_guard guard_;
 };
 
