@@ -100,6 +100,7 @@ struct test_resource::state {
   std::int64_t blocks = 0, bytes = 0, max_blocks = 0, max_bytes = 0, total_blocks = 0, total_bytes = 0;
   std::int64_t deallocations = 0, misuses = 0;
   std::string last_misuse;  // the message of the latest misuse reported
+  bool under_exception_test = false;
   std::uint64_t next_serial = 1;
   std::int64_t limit = -1;
 
@@ -286,9 +287,11 @@ std::string test_resource::last_misuse() const {
   return state_->last_misuse;
 }
 
+// Every misuse ends here: counted, and its message kept, under one lock.
 void test_resource::fail(const std::string& message) {
   {
     std::lock_guard lock(state_->mu);
+    ++state_->misuses;
     try {
       state_->last_misuse = message;
     } catch (...) {  // no memory for a copy: the count still says it
@@ -307,7 +310,6 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   std::unique_lock lock(s.mu);
   // A refused request (bad alignment, too large) counts nothing, the limit included.
   if (!std::has_single_bit(alignment)) {
-    ++s.misuses;
     const std::string message = s.header() + ": allocate(" + std::to_string(bytes) + ", " + std::to_string(alignment) +
                                 "): alignment " + std::to_string(alignment) + " is not a power of two";
     lock.unlock();
@@ -351,7 +353,6 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   }
   if (!added) {  // the upstream handed out a block in use again: not ours to give back
     if (scopes) credit_scopes(tag_, bytes);
-    ++s.misuses;
     const std::string message = s.header() + ": allocate(" + std::to_string(bytes) + ", " +
                                 std::to_string(alignment) + "): the upstream returned " + pointer_text(base) + " again while block #" +
                                 std::to_string(s.live.at(p).serial) + " there is in use (a broken upstream)";
@@ -379,7 +380,6 @@ void test_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignm
       s.header() + ": deallocate(" + pointer_text(p) + ", " + std::to_string(bytes) + ", " + std::to_string(alignment) + ")";
   const auto it = s.live.find(p);
   if (it == s.live.end()) {
-    ++s.misuses;
     const auto f = s.freed.find(p);
     const std::string message =
         f == s.freed.end()
@@ -398,7 +398,6 @@ void test_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignm
     wrong += (wrong.empty() ? "" : "; ") + std::string("alignment ") + std::to_string(alignment) +
              " differs from the allocation's " + std::to_string(b.alignment);
   if (!wrong.empty()) {  // the block stays in use: the caller's figures cannot be trusted
-    ++s.misuses;
     lock.unlock();
     fail(of_block + ": " + wrong);
   }
@@ -415,13 +414,19 @@ void test_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignm
   std::memset(user - b.front, freed_fill, s.total_of(b));
   s.hold(p, b);
   if (!damage.empty()) {
-    ++s.misuses;
     lock.unlock();
     fail(of_block + " (" + plural(n, "byte", "bytes") + "): " + damage);
   }
 }
 
 namespace detail {
+
+namespace {
+// How exception_test's messages name the resource.
+std::string exception_test_prefix(const test_resource& r) {
+  return "arenastat::exception_test: test_resource '" + detail::escape_text(r.name()) + "'";
+}
+}  // namespace
 
 void check_exception_run(const test_resource& r, std::int64_t limit, std::int64_t blocks, std::int64_t bytes,
                          std::uint64_t first_serial) {
@@ -430,7 +435,7 @@ void check_exception_run(const test_resource& r, std::int64_t limit, std::int64_
   const std::string left = r.blocks_since(first_serial);
   if (now_blocks == blocks && now_bytes == bytes && left.empty()) return;
   throw exception_test_failure(
-      "arenastat::exception_test: test_resource '" + detail::escape_text(r.name()) + "': after the exception at allocation " +
+      exception_test_prefix(r) + ": after the exception at allocation " +
       std::to_string(limit + 1) + " of the run (limit " + std::to_string(limit) + "), " +
       plural(now_blocks, "block", "blocks") + " (" + plural(now_bytes, "byte", "bytes") + ") in use, " +
       plural(blocks, "block", "blocks") + " (" + plural(bytes, "byte", "bytes") + ") before the run" +
@@ -440,14 +445,27 @@ void check_exception_run(const test_resource& r, std::int64_t limit, std::int64_
            : ""));
 }
 
-void refuse_limit_set(const test_resource& r) {
-  const std::int64_t limit = r.allocation_limit();
-  if (limit < 0) return;
-  throw std::logic_error("arenastat::exception_test: test_resource '" + detail::escape_text(r.name()) +
-                         "' already has an allocation limit (" +
+exception_test_mark::exception_test_mark(test_resource& r) : r_(r) {
+  test_resource::state& s = *r.state_;
+  std::unique_lock lock(s.mu);
+  const std::int64_t limit = s.limit;
+  const bool nested = s.under_exception_test;
+  if (!nested && limit < 0) {
+    s.under_exception_test = true;
+    return;
+  }
+  lock.unlock();
+  const std::string who = exception_test_prefix(r);
+  if (nested)
+    throw std::logic_error(who + " is already under an exception_test: it does not nest on one resource");
+  throw std::logic_error(who + " already has an allocation limit (" +
                          plural(limit, "more allocation", "more allocations") +
-                         "): exception_test sets the limit itself; it does not nest on one resource, and a "
-                         "limit set before it would be lost");
+                         "): exception_test sets the limit itself; a limit set before it would be lost");
+}
+
+exception_test_mark::~exception_test_mark() {
+  std::lock_guard lock(r_.state_->mu);
+  r_.state_->under_exception_test = false;
 }
 
 }  // namespace detail

@@ -36,6 +36,23 @@ bool answer_started(int fd, std::chrono::milliseconds limit = 10s) {
   return ::poll(&p, 1, static_cast<int>(limit.count())) == 1 && ::recv(fd, &c, 1, 0) == 1 && c == 'o';
 }
 
+// Everything `fd` receives until the end of file (error 0) or an error (its
+// errno), 10 s at most.
+std::pair<std::string, int> read_to_end(int fd) {
+  std::string got;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 10000) != 1) return {got, ETIMEDOUT};
+    char buf[65536];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      got.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    return {got, n < 0 ? errno : 0};
+  }
+}
+
 }  // namespace
 
 TEST_CASE("idle connections filling every slot cannot lock out a real query", "[control][connections][threads]") {
@@ -116,6 +133,36 @@ TEST_CASE("a client that does not read its answer is dropped after the stall tim
   CHECK(got.rfind("k\n{", 0) == 0);              // the 'o' was taken above
   CHECK_FALSE(got.ends_with("}\n"));
   ::close(fd);
+}
+
+TEST_CASE("a dropped client that sent a byte after its request line reads a reset, not the end of its answer",
+          "[control][connections][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  REQUIRE(t.command("entries 20000") == "done");
+  // The byte after the LF stays unread; the stall time-out (2 s) drops the client.
+  const int fd = silent_asker(socket_of(sockets, t), "stats --json\n\n");
+  REQUIRE(fd >= 0);
+  REQUIRE(answer_started(fd));
+  const auto started = std::chrono::steady_clock::now();
+  while (counter(sockets, t, "dropped") == 0 && std::chrono::steady_clock::now() - started < 8s) {
+    std::this_thread::sleep_for(50ms);
+  }
+  REQUIRE(counter(sockets, t, "dropped") == 1);
+  // What was buffered arrives, then ECONNRESET: no end of file.
+  const auto [got, error] = read_to_end(fd);
+  CHECK(got.rfind("k\n{", 0) == 0);
+  CHECK(error == ECONNRESET);
+  ::close(fd);
+  // Answered whole, the same kind of request ends with an end of file: the
+  // byte after the line is read before the close.
+  const int whole_fd = connect_to(socket_of(sockets, t));
+  REQUIRE(whole_fd >= 0);
+  send_all(whole_fd, "info\n\n");
+  const auto [whole, whole_error] = read_to_end(whole_fd);
+  ::close(whole_fd);
+  CHECK(whole.rfind("ok\npid ", 0) == 0);
+  CHECK(whole_error == 0);
 }
 
 TEST_CASE("answers held for clients that do not read stay within max_answer_backlog",

@@ -159,6 +159,20 @@ TEST_CASE("html -o prints its FILE escaped on a terminal, unchanged into a pipe"
   CHECK(piped.out == file + "\n");
 }
 
+TEST_CASE("an answer cut short by a dropped connection is an error (exit 3), never printed as whole",
+          "[control][trust][threads]") {
+  temp_dir sockets;
+  const fake_server dropper({sockets.file("%p.sock"), "--answer=ok\\n{\"entries\":[", "--drop"});
+  const cli_result r = run_cli({dropper.pid(), "stats", "--json"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 3);
+  CHECK(r.out.empty());
+  const std::size_t got = std::string("ok\n{\"entries\":[").size();  // the answer before the drop
+  CHECK(r.err == "arenastat: process " + dropper.pid() + " dropped the connection after " + std::to_string(got) +
+                     " bytes, before its answer was complete (Connection reset by "
+                     "peer; a client that takes nothing of its answer for 2 s, or is not done within 10 s, is "
+                     "dropped); nothing was printed; retry\n");
+}
+
 TEST_CASE("an error message from the process is printed escaped (exit 1)", "[control][trust][threads]") {
   temp_dir sockets;
   const fake_server forger({sockets.file("%p.sock"), "--answer=error bad \\e[31mthing\\n"});

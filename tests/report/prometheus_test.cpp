@@ -513,6 +513,28 @@ TEST_CASE("prometheus: Accept's most specific range decides, by RFC 9110's rules
   CHECK(metrics_format_for_accept("application/openmetrics-text;q=0.001, text/plain;q=0.000") == metrics_format::openmetrics);
   // Not media ranges.
   CHECK(metrics_format_for_accept("openmetrics, */openmetrics-text, /") == metrics_format::text);
+  // A quoted string may hold ',' and ';': they split nothing.
+  CHECK(metrics_format_for_accept("text/plain;foo=\"a,b;q=1\";q=0.1, application/openmetrics-text;q=0.5") ==
+        metrics_format::openmetrics);
+  CHECK(metrics_format_for_accept("text/plain;foo=\"a\\\"b,\";q=0.1, application/openmetrics-text;q=0.5") ==
+        metrics_format::openmetrics);
+  // The weight is exactly q=qvalue: quoted, or with blanks around '=', the range is malformed.
+  CHECK(metrics_format_for_accept("application/openmetrics-text;q=\"0.9\"") == metrics_format::text);
+  CHECK(metrics_format_for_accept("application/openmetrics-text;q = 0.9") == metrics_format::text);
+  CHECK(metrics_format_for_accept("application/openmetrics-text ; q=0.9, text/plain;q=0.5") == metrics_format::openmetrics);
+  // A malformed element leaves the rest of the list alone.
+  CHECK(metrics_format_for_accept("text/plain;foo=\"unterminated, application/openmetrics-text") == metrics_format::text);
+  CHECK(metrics_format_for_accept("text/plain;=x;q=1, application/openmetrics-text") == metrics_format::openmetrics);
+  // charset=utf-8 is what is served: a range naming it is more specific; another charset does not match.
+  CHECK(metrics_format_for_accept("text/plain;charset=utf-8;q=0.1, text/plain;q=0.9, application/openmetrics-text;q=0.5") ==
+        metrics_format::openmetrics);
+  CHECK(metrics_format_for_accept("application/openmetrics-text;charset=iso-8859-1, text/plain;q=0.5") ==
+        metrics_format::text);
+  // Other parameters (Prometheus 3's escaping) neither match nor differ; what Prometheus 3 sends by default.
+  CHECK(metrics_format_for_accept("application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,"
+                                  "application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;"
+                                  "escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2") ==
+        metrics_format::openmetrics);
   CHECK(metrics_content_type(metrics_format::text) == "text/plain; version=0.0.4; charset=utf-8");
   CHECK(metrics_content_type(metrics_format::openmetrics) ==
         "application/openmetrics-text; version=1.0.0; charset=utf-8");

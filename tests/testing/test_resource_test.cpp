@@ -503,17 +503,29 @@ TEST_CASE("exception_test: a refusal caught inside f is followed by the next lim
 
 TEST_CASE("exception_test: nested on one resource, or over a limit already set, is refused", "[exception_test]") {
   arenastat::test_resource r{"testing/nested"};
-  const std::string refused =
-      "arenastat::exception_test: test_resource 'testing/nested' already has an allocation limit (0 more "
-      "allocations): exception_test sets the limit itself; it does not nest on one resource, and a limit set before "
-      "it would be lost";
-  CHECK_THROWS_WITH(arenastat::exception_test(r, [&] { arenastat::exception_test(r, [] {}); }), refused);
+  const std::string nested =
+      "arenastat::exception_test: test_resource 'testing/nested' is already under an exception_test: it does not "
+      "nest on one resource";
+  CHECK_THROWS_WITH(arenastat::exception_test(r, [&] { arenastat::exception_test(r, [] {}); }), nested);
   CHECK(r.allocation_limit() == -1);
+  // Also after f caught a refusal, when the limit is off for the rest of the run.
+  int inner_runs = 0;
+  CHECK_THROWS_WITH(arenastat::exception_test(r,
+                                              [&] {
+                                                try {
+                                                  r.deallocate(r.allocate(8), 8);
+                                                } catch (const arenastat::allocation_limit_reached&) {
+                                                }
+                                                arenastat::exception_test(r, [&] { ++inner_runs; });
+                                              }),
+                    nested);
+  CHECK(inner_runs == 0);
+  // Once the outer test has ended, the resource takes a new one.
+  CHECK(arenastat::exception_test(r, [&] { r.deallocate(r.allocate(8), 8); }) == 1);
   r.set_allocation_limit(3);
   CHECK_THROWS_WITH(arenastat::exception_test(r, [] {}),
                     "arenastat::exception_test: test_resource 'testing/nested' already has an allocation limit (3 "
-                    "more allocations): exception_test sets the limit itself; it does not nest on one resource, and a "
-                    "limit set before it would be lost");
+                    "more allocations): exception_test sets the limit itself; a limit set before it would be lost");
   CHECK(r.allocation_limit() == 3);  // the caller's, left as it was
 }
 

@@ -69,6 +69,11 @@ struct test_resource_options {
   std::size_t quarantine_blocks = 1024;
 };
 
+class test_resource;
+namespace detail {
+class exception_test_mark;
+}  // namespace detail
+
 class test_resource final : public std::pmr::memory_resource {
  public:
   static constexpr std::size_t quarantine_max_bytes = std::size_t{16} << 20;
@@ -131,6 +136,7 @@ class test_resource final : public std::pmr::memory_resource {
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override { return this == &other; }
 
  private:
+  friend class detail::exception_test_mark;
   struct state;
   [[noreturn]] void fail(const std::string& message);
   std::unique_ptr<state> state_;
@@ -149,9 +155,19 @@ namespace detail {
 // after the run with limit `limit` threw.
 void check_exception_run(const test_resource& r, std::int64_t limit, std::int64_t blocks, std::int64_t bytes,
                          std::uint64_t first_serial);
-// Throws std::logic_error when `r` has an allocation limit (exception_test's
-// own, in a nested call, or the caller's).
-void refuse_limit_set(const test_resource& r);
+// Marks `r` as under exception_test while it lives. Throws std::logic_error
+// when `r` already is (a nested exception_test on the same resource) or has
+// an allocation limit (the caller's, which the test would lose).
+class exception_test_mark {
+ public:
+  explicit exception_test_mark(test_resource& r);
+  ~exception_test_mark();
+  exception_test_mark(const exception_test_mark&) = delete;
+  exception_test_mark& operator=(const exception_test_mark&) = delete;
+
+ private:
+  test_resource& r_;
+};
 }  // namespace detail
 
 // Runs f() with allocation limit 0, 1, 2, ... on `r` until a run completes
@@ -164,11 +180,12 @@ void refuse_limit_set(const test_resource& r);
 // runs in which an allocation was refused (the allocations f makes). Objects
 // f changes must be made inside f: what outlives a run counts as held.
 // `r` must have no allocation limit when it is called (exception_test sets
-// it): a nested exception_test on the same resource, or a limit the caller
-// set, is refused with std::logic_error.
+// it) and must not be under another exception_test: a nested exception_test
+// on the same resource, or a limit the caller set, is refused with
+// std::logic_error.
 template <class F>
 std::int64_t exception_test(test_resource& r, F&& f) {
-  detail::refuse_limit_set(r);
+  const detail::exception_test_mark mark(r);
   for (std::int64_t limit = 0;; ++limit) {
     const std::int64_t blocks = r.blocks_in_use();
     const std::int64_t bytes = r.bytes_in_use();

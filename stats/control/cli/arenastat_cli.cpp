@@ -302,7 +302,11 @@ bool wait_ready(int fd, short events, clock_type::time_point deadline, const int
 std::string exchange(int fd, long pid, const std::string& line, int timeout_ms, clock_type::time_point deadline,
                      const interruption& watch) {
   const std::string who = "process " + std::to_string(pid);
-  const std::string request = line + "\n";
+  // One byte more after the line: the server leaves it unread, so if it
+  // drops this client before the answer is complete (docs/cli.md: a client
+  // that takes nothing for 2 s, or is not done within 10 s), the read below
+  // fails with ECONNRESET instead of ending as a whole answer would.
+  const std::string request = line + "\n\n";
   std::size_t sent = 0;
   while (sent < request.size()) {
     if (!wait_ready(fd, POLLOUT, deadline, watch)) break;
@@ -330,7 +334,11 @@ std::string exchange(int fd, long pid, const std::string& line, int timeout_ms, 
       if (answer.empty()) {
         throw failure{exit_unreachable, who + " reset the connection (" + error_text(errno) + ")"};
       }
-      break;
+      throw failure{exit_unreachable,
+                    who + " dropped the connection after " + std::to_string(answer.size()) +
+                        " bytes, before its answer was complete (" + error_text(errno) +
+                        "; a client that takes nothing of its answer for 2 s, or is not done within 10 s, is "
+                        "dropped); nothing was printed; retry"};
     }
   }
   if (answer.empty()) {

@@ -179,13 +179,19 @@ std::optional<uid_t> allowed_peer(int fd) {
 }
 
 // Reads and drops what a client still sends, so close() does not reset the
-// connection before the client has read our answer.
-void drain_and_close(int fd) {
+// connection: a Unix socket closed with unread bytes makes the peer's read
+// fail with ECONNRESET once it has read what was sent. After the shutdown
+// nothing more can arrive, so the second drain leaves the queue empty.
+void drain(int fd) {
   char sink[4096];
   for (int i = 0; i < 16; ++i) {
     if (::recv(fd, sink, sizeof sink, MSG_DONTWAIT) <= 0) break;
   }
+}
+void drain_and_close(int fd) {
+  drain(fd);
   ::shutdown(fd, SHUT_RDWR);
+  drain(fd);
   ::close(fd);
 }
 
@@ -328,7 +334,7 @@ class server_loop {
     }
     if (stalest == nullptr) return false;
     counts_.dropped.fetch_add(1, std::memory_order_relaxed);
-    finish(*stalest);
+    drop(*stalest);
     return true;
   }
 
@@ -346,12 +352,27 @@ class server_loop {
       }
       if (pending <= s_.opts.max_answer_backlog || stalest == nullptr) return;
       counts_.dropped.fetch_add(1, std::memory_order_relaxed);
-      finish(*stalest);
+      drop(*stalest);
     }
   }
 
+  // The answer (or an error line) was sent whole: closes in order, so the
+  // client reads it all, then end of file.
   void finish(client& c) {
     drain_and_close(c.fd);
+    forget(c);
+  }
+  // Drops a client before its answer is complete (it took nothing for
+  // stall_timeout, was not done within response_timeout, or made room): the
+  // socket is closed without reading what the client sent after its request
+  // line (serve() reads up to the LF only), so a client that sent a byte
+  // more (the CLI does) reads ECONNRESET after the part it got, not an end
+  // of file that would pass for the whole answer.
+  void drop(client& c) {
+    ::close(c.fd);
+    forget(c);
+  }
+  void forget(client& c) {
     c.fd = -1;
     std::string().swap(c.response);  // the answer's memory goes now, not at the next erase
     c.rest.reset();
@@ -369,7 +390,15 @@ class server_loop {
     }
     char buf[1024];
     for (;;) {
-      const ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+      // Up to the LF and no further: what the client sends after its line
+      // stays unread until the connection ends (see drop()).
+      ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT | MSG_PEEK);
+      if (n > 0) {
+        const void* lf = std::memchr(buf, '\n', static_cast<std::size_t>(n));
+        const std::size_t take = lf ? static_cast<std::size_t>(static_cast<const char*>(lf) - buf) + 1
+                                    : static_cast<std::size_t>(n);
+        n = ::recv(c.fd, buf, take, MSG_DONTWAIT);  // what was peeked is there: one reader
+      }
       if (n > 0) {
         switch (c.reader.feed(std::string_view(buf, static_cast<std::size_t>(n)))) {
           case wire::request_reader::state::incomplete: continue;
@@ -453,15 +482,17 @@ class server_loop {
     for (client& c : clients_) {
       if (c.fd >= 0 && c.writing && now - c.last_progress >= s_.opts.stall_timeout) {
         counts_.dropped.fetch_add(1, std::memory_order_relaxed);
-        finish(c);
+        drop(c);
         continue;
       }
       if (c.fd < 0 || now < c.deadline) continue;
       counts_.timed_out.fetch_add(1, std::memory_order_relaxed);
-      if (!c.writing) {
-        best_effort_send(c.fd, "error timed out after " + std::to_string(s_.opts.request_timeout.count()) +
-                                   " ms waiting for a request line\n");
+      if (c.writing) {
+        drop(c);
+        continue;
       }
+      best_effort_send(c.fd, "error timed out after " + std::to_string(s_.opts.request_timeout.count()) +
+                                 " ms waiting for a request line\n");
       finish(c);
     }
   }

@@ -389,12 +389,6 @@ std::string_view metrics_content_type(metrics_format format) noexcept {
 
 namespace {
 
-std::string_view trim_blanks(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // Media types, parameter names and these values are case-insensitive (RFC 9110).
 bool same_text(std::string_view a, std::string_view lower) {
   return a.size() == lower.size() && std::equal(a.begin(), a.end(), lower.begin(), [](char x, char y) {
@@ -417,23 +411,145 @@ int qvalue_thousandths(std::string_view v) {
   return q > 1000 ? -1 : q;
 }
 
-// One format the endpoint can answer: its media type and version.
+// One format the endpoint can answer: its media type and parameters.
 struct offer {
-  std::string_view type, subtype, version;
+  std::string_view type, subtype, version;  // charset: always utf-8
 };
 constexpr offer text_offer{"text", "plain", "0.0.4"};
 constexpr offer openmetrics_offer{"application", "openmetrics-text", "1.0.0"};
 
+// One media range of an Accept header (RFC 9110 12.5.1).
+struct media_range {
+  std::string_view type, subtype;
+  std::string version, charset;  // "" when absent (a quoted value unescaped)
+  bool has_version = false, has_charset = false;
+  int q = 1000;
+};
+
+// Reads an Accept header's media ranges by RFC 9110's grammar: quoted
+// strings may hold ',' and ';', the weight is exactly "q=" and a qvalue
+// (not quoted, no blanks around '='), and a malformed element is left out
+// (the reading goes on at the next ',' outside quotes).
+class accept_reader {
+ public:
+  explicit accept_reader(std::string_view text) : t_(text) {}
+  // The next well-formed range, or false at the end.
+  bool next(media_range& r) {
+    while (i_ < t_.size()) {
+      r = media_range{};
+      if (read_range(r)) return true;
+      skip_element();
+    }
+    return false;
+  }
+
+ private:
+  static bool tchar(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  }
+  void blanks() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
+  }
+  std::string_view token() {
+    const std::size_t from = i_;
+    while (i_ < t_.size() && tchar(t_[i_])) ++i_;
+    return t_.substr(from, i_ - from);
+  }
+  // A quoted string at i_ (its opening quote), unescaped into `out`.
+  bool quoted(std::string& out) {
+    ++i_;
+    while (i_ < t_.size()) {
+      const char c = t_[i_++];
+      if (c == '"') return true;
+      if (c == '\\') {
+        if (i_ == t_.size()) return false;
+        out += t_[i_++];
+      } else {
+        out += c;
+      }
+    }
+    return false;  // unterminated
+  }
+  // Past the rest of a malformed element: to just after the next ',' outside quotes.
+  void skip_element() {
+    bool in_quotes = false;
+    while (i_ < t_.size()) {
+      const char c = t_[i_++];
+      if (in_quotes && c == '\\' && i_ < t_.size()) ++i_;
+      else if (c == '"') in_quotes = !in_quotes;
+      else if (c == ',' && !in_quotes) return;
+    }
+  }
+  bool read_range(media_range& r) {
+    blanks();
+    while (i_ < t_.size() && t_[i_] == ',') {  // empty elements: "a, , b"
+      ++i_;
+      blanks();
+    }
+    if (i_ == t_.size()) return false;
+    r.type = token();
+    if (r.type.empty() || i_ == t_.size() || t_[i_] != '/') return false;
+    ++i_;
+    r.subtype = token();
+    if (r.subtype.empty() || (r.type == "*" && r.subtype != "*")) return false;
+    for (;;) {
+      blanks();
+      if (i_ == t_.size() || t_[i_] == ',') {
+        if (i_ < t_.size()) ++i_;
+        return true;
+      }
+      if (t_[i_] != ';') return false;
+      ++i_;
+      blanks();
+      const std::string_view name = token();
+      if (name.empty() || i_ == t_.size() || t_[i_] != '=') return false;
+      ++i_;
+      std::string value;
+      bool was_quoted = false;
+      if (i_ < t_.size() && t_[i_] == '"') {
+        if (!quoted(value)) return false;
+        was_quoted = true;
+      } else {
+        value = token();
+        if (value.empty()) return false;
+      }
+      if (same_text(name, "q")) {
+        r.q = was_quoted ? -1 : qvalue_thousandths(value);
+        if (r.q < 0) return false;
+      } else if (same_text(name, "version")) {
+        r.version = std::move(value);
+        r.has_version = true;
+      } else if (same_text(name, "charset")) {
+        r.charset = std::move(value);
+        r.has_charset = true;
+      }  // other parameters (escaping=...) neither match nor differ
+    }
+  }
+
+  std::string_view t_;
+  std::size_t i_ = 0;
+};
+
 // How a media range matches an offer: 0 not at all, 1 "*/*", 2 "type/*",
-// 3 the type, 4 the type with its version (RFC 9110 12.5.1: the most specific
-// range that matches decides).
-int specificity(std::string_view type, std::string_view subtype, std::string_view version, const offer& o) {
-  if (type == "*" && subtype == "*") return 1;
-  if (!same_text(type, o.type)) return 0;
-  if (subtype == "*") return 2;
-  if (!same_text(subtype, o.subtype)) return 0;
-  if (version.empty()) return 3;
-  return version == o.version ? 4 : 0;  // another version of the format: not this one
+// 3 the type, plus one for each of its parameters that the offer has (version,
+// charset=utf-8); a range naming another version or charset does not match.
+// The most specific range that matches decides (RFC 9110 12.5.1).
+int specificity(const media_range& r, const offer& o) {
+  if (r.type == "*" && r.subtype == "*") return 1;
+  if (!same_text(r.type, o.type)) return 0;
+  if (r.subtype == "*") return 2;
+  if (!same_text(r.subtype, o.subtype)) return 0;
+  int s = 3;
+  if (r.has_version) {
+    if (r.version != o.version) return 0;
+    ++s;
+  }
+  if (r.has_charset) {
+    if (!same_text(r.charset, "utf-8")) return 0;
+    ++s;
+  }
+  return s;
 }
 
 }  // namespace
@@ -443,36 +559,11 @@ metrics_format metrics_format_for_accept(std::string_view accept) {
   struct verdict {
     int specificity = 0, q = 0;
   } text, om;
-  for (std::size_t pos = 0; pos <= accept.size();) {
-    std::size_t end = accept.find(',', pos);
-    if (end == std::string_view::npos) end = accept.size();
-    const std::string_view item = accept.substr(pos, end - pos);
-    pos = end + 1;
-    const std::size_t semi = item.find(';');
-    const std::string_view range = trim_blanks(item.substr(0, semi));
-    const std::size_t slash = range.find('/');
-    if (slash == std::string_view::npos || slash == 0 || slash + 1 == range.size()) continue;  // not a media range
-    const std::string_view type = range.substr(0, slash), subtype = range.substr(slash + 1);
-    if (type == "*" && subtype != "*") continue;
-    int q = 1000;
-    std::string_view version;
-    for (std::string_view params = semi == std::string_view::npos ? std::string_view() : item.substr(semi + 1);
-         !params.empty();) {
-      const std::size_t next = params.find(';');
-      const std::string_view p = trim_blanks(params.substr(0, next));
-      const std::size_t eq = p.find('=');
-      const std::string_view name = trim_blanks(p.substr(0, eq));
-      std::string_view value = eq == std::string_view::npos ? std::string_view() : trim_blanks(p.substr(eq + 1));
-      if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-      if (same_text(name, "q")) q = qvalue_thousandths(value);
-      else if (same_text(name, "version")) version = value;
-      if (next == std::string_view::npos) break;
-      params.remove_prefix(next + 1);
-    }
-    if (q < 0) continue;  // a malformed q-value: the range is left out
+  accept_reader reader(accept);
+  for (media_range r; reader.next(r);) {
     for (auto [o, v] : {std::pair{&text_offer, &text}, std::pair{&openmetrics_offer, &om}}) {
-      const int s = specificity(type, subtype, version, *o);
-      if (s > v->specificity || (s == v->specificity && s > 0 && q > v->q)) *v = {s, q};
+      const int s = specificity(r, *o);
+      if (s > v->specificity || (s == v->specificity && s > 0 && r.q > v->q)) *v = {s, r.q};
     }
   }
   // OpenMetrics only when its type is named ("application/openmetrics-text"

@@ -1,13 +1,16 @@
 // A hostile or impostor control server for the trust tests: binds a Unix
 // socket at a path of the test's choosing (mode 0600), prints "ready <pid>",
-// and answers every connection with a fixed answer, without reading the
-// request, until its stdin closes.
+// and answers every connection with a fixed answer, then reads what the
+// client sent and closes in order, until its stdin closes.
 //
-//   fake_server PATH [--mkdir] [--answer=TEXT | --flood=BYTES]   ("%p" in PATH: its pid)
+//   fake_server PATH [--mkdir] [--answer=TEXT | --flood=BYTES] [--drop]   ("%p" in PATH: its pid)
 //     --mkdir        create PATH's directory (mode 0700) first
 //     --answer=TEXT  the answer; "\e" in TEXT becomes ESC, "\n" a newline
 //                    (default "ok\nforged answer\n")
 //     --flood=BYTES  "ok\n" then BYTES bytes of 'x'
+//     --drop         close without reading the request, as the real server
+//                    drops a client (the client's read then fails with
+//                    ECONNRESET after the answer)
 //
 //   fake_server --hold=N PATH
 //     the other side: a client that opens N connections to the server at
@@ -85,9 +88,12 @@ int main(int argc, char** argv) {
   if (const std::size_t at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(::getpid()));
   std::string answer = "ok\nforged answer\n";
   unsigned long long flood = 0;
+  bool drop = false;
   for (int i = 2; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--mkdir") {
+    if (a == "--drop") {
+      drop = true;
+    } else if (a == "--mkdir") {
       const std::string dir = path.substr(0, path.rfind('/'));
       if (::mkdir(dir.c_str(), 0700) != 0) {
         std::perror("mkdir");
@@ -123,6 +129,21 @@ int main(int argc, char** argv) {
       const std::size_t n = left < chunk.size() ? static_cast<std::size_t>(left) : chunk.size();
       send_all(c, chunk.data(), n);
       left -= n;
+    }
+    // Closed in order, as the real server does: what the client sent is read
+    // first (a Unix socket closed with unread bytes resets the client's read).
+    char sink[4096];
+    if (drop) {
+      // The request must be there, unread, when the socket closes.
+      pollfd r{c, POLLIN, 0};
+      ::poll(&r, 1, 5000);
+      ::close(c);
+      continue;
+    }
+    while (::recv(c, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+    }
+    ::shutdown(c, SHUT_RDWR);
+    while (::recv(c, sink, sizeof sink, MSG_DONTWAIT) > 0) {
     }
     ::close(c);
   }

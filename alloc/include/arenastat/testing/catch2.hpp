@@ -16,7 +16,6 @@
 #pragma once
 #include <catch2/catch.hpp>
 #include <cstdint>
-#include <exception>
 #include <string>
 #include <string_view>
 
@@ -57,16 +56,16 @@ inline void fail_check_at(const Catch::SourceLineInfo& where, const std::string&
   handler.complete();
 }
 
-// The same from a destructor. Once Catch is ending the run (-a, -x N: this
-// failure reached the limit), complete() throws to leave the test case, which
-// a destructor cannot let out (std::terminate); the failure is recorded
-// already, and Catch stops before the next test case.
-inline void fail_check_in_destructor(const Catch::SourceLineInfo& where, const std::string& message) noexcept {
+// Runs a destructor's checks, which report with fail_check_at. Nothing may
+// leave a destructor: once Catch is ending the run (-a, -x N: a failure
+// reached the limit), complete() throws to leave the test case (the failure
+// is recorded already, and Catch stops before the next test case); and
+// building a message may throw bad_alloc (that failure then goes unreported).
+template <class Checks>
+void run_checks_in_destructor(Checks&& checks) noexcept {
   try {
-    fail_check_at(where, message);
-  } catch (const Catch::TestFailureException&) {
+    checks();
   } catch (...) {
-    // Only memory for the message can fail here; the failure then goes unreported.
   }
 }
 
@@ -84,25 +83,24 @@ class checked_block {
   // `where`: the line failures are reported at (CATCH_INTERNAL_LINEINFO there).
   checked_block(test_resource& resource, const Catch::SourceLineInfo& where)
       : resource_(resource), blocks_(resource.blocks_in_use()), bytes_(resource.bytes_in_use()),
-        misuses_(resource.misuses()), first_(resource.next_serial()), where_(where),
-        uncaught_(std::uncaught_exceptions()) {}
+        misuses_(resource.misuses()), first_(resource.next_serial()), where_(where) {}
   ~checked_block() {
-    if (const std::string m = guard_.message(); !m.empty()) fail_check_in_destructor(where_, m);
-    // A misuse the code under test caught (a double free inside a destructor
-    // that swallows, say) is a failure too; one whose exception is leaving
-    // the block fails the test by itself.
-    if (const std::int64_t n = resource_.misuses() - misuses_; n > 0 && std::uncaught_exceptions() == uncaught_)
-      fail_check_in_destructor(where_, resource_.description() + " reported " + std::to_string(n) +
-                                           (n == 1 ? " misuse" : " misuses") +
-                                           " in the block, which the code under test caught; the last: " +
-                                           resource_.last_misuse());
-    if (resource_.blocks_in_use() != blocks_ || resource_.bytes_in_use() != bytes_) {
-      fail_check_in_destructor(where_, resource_.description() + " has " +
-                                blocks_text(resource_.blocks_in_use(), resource_.bytes_in_use()) +
-                                " in use at the end of the block, " + blocks_text(blocks_, bytes_) +
-                                " at its start; left by the block: " + resource_.blocks_since(first_));
-      resource_.set_quiet(true);  // said once, here
-    }
+    run_checks_in_destructor([this] {
+      if (resource_.blocks_in_use() != blocks_ || resource_.bytes_in_use() != bytes_) {
+        resource_.set_quiet(true);  // said once, here
+        fail_check_at(where_, resource_.description() + " has " +
+                                  blocks_text(resource_.blocks_in_use(), resource_.bytes_in_use()) +
+                                  " in use at the end of the block, " + blocks_text(blocks_, bytes_) +
+                                  " at its start; left by the block: " + resource_.blocks_since(first_));
+      }
+      // A misuse is a failure even when the code under test caught its
+      // exception (a double free in a destructor that swallows, say).
+      if (const std::int64_t n = resource_.misuses() - misuses_; n > 0)
+        fail_check_at(where_, resource_.description() + " reported " + std::to_string(n) +
+                                  (n == 1 ? " misuse" : " misuses") + " in the block; the last: " +
+                                  resource_.last_misuse());
+      if (const std::string m = guard_.message(); !m.empty()) fail_check_at(where_, m);
+    });
   }
   checked_block(const checked_block&) = delete;
   checked_block& operator=(const checked_block&) = delete;
@@ -114,7 +112,6 @@ class checked_block {
   std::int64_t misuses_;
   std::uint64_t first_;
   Catch::SourceLineInfo where_;
-  int uncaught_;
   default_resource_guard guard_;
 };
 
@@ -124,7 +121,9 @@ class no_default_resource {
  public:
   explicit no_default_resource(const Catch::SourceLineInfo& where) : where_(where) {}
   ~no_default_resource() {
-    if (const std::string m = guard_.message(); !m.empty()) fail_check_in_destructor(where_, m);
+    run_checks_in_destructor([this] {
+      if (const std::string m = guard_.message(); !m.empty()) fail_check_at(where_, m);
+    });
   }
   no_default_resource(const no_default_resource&) = delete;
   no_default_resource& operator=(const no_default_resource&) = delete;

@@ -91,9 +91,11 @@ std::string_view metrics_content_type(metrics_format format) noexcept;
 
 // The format to answer an HTTP Accept header with (RFC 9110 12.5.1): each
 // format's q-value is that of the most specific media range matching it
-// (its type with a `version` parameter equal to its own, then its type, then
-// "type/*", then "*/*"; a range naming another version does not match it, and
-// a range with a malformed q-value is left out). OpenMetrics when a range
+// (its type with more of its parameters, version and charset=utf-8, before
+// fewer, then "type/*", then "*/*"; a range naming another version or charset
+// does not match it, other parameters count for nothing, and a malformed
+// element, such as a quoted q-value, is left out; quoted strings may hold ','
+// and ';'). OpenMetrics when a range
 // names its type ("application/openmetrics-text" or "application/*") and its
 // q-value is above 0 and at least that of text/plain; the text format
 // otherwise (no header, "*/*" alone, anything else).
