@@ -393,6 +393,58 @@ TEST_CASE("reset_peaks makes scope entries forget their largest run", "[scope]")
   CHECK(e.count == before + 2);
 }
 
+TEST_CASE("reset_peaks during a run: the run's peak is what it held since the reset", "[scope]") {
+  arenastat::tracking_resource heap{"test/scope/reset-active-heap", "reset_tag_a"};
+  arenastat::tracking_resource other{"test/scope/reset-active-other", "reset_tag_b"};
+  // 1 MiB held and given back before the reset; 100 bytes after it.
+  {
+    scope s{"test/scope/reset-active"};
+    s.set_counter("items", 7);
+    void* p = heap.allocate(1 << 20, 8);
+    heap.deallocate(p, 1 << 20, 8);
+    arenastat::reset_peaks();
+    void* q = other.allocate(100, 8);
+    other.deallocate(q, 100, 8);
+  }
+  arenastat::entry e = test::find_entry("test/scope/reset-active", entry_kind::scope);
+  CHECK(e.peak_bytes == 100);
+  CHECK(e.last_peak_bytes == 100);
+  CHECK(e.at_peak == std::vector<arenastat::tag_bytes>{{"reset_tag_b", 100}});
+  REQUIRE(e.counters.size() == 1);
+  CHECK(e.counters[0].value == 7);  // set before the reset, held at the new peak
+  // 3000 bytes held across the reset, 50 more after it: 3050; a run that
+  // changes nothing after the reset ends with its net bytes of then (3000).
+  {
+    scope s{"test/scope/reset-held"};
+    void* p = heap.allocate(3000, 8);
+    void* big = other.allocate(1 << 20, 8);
+    other.deallocate(big, 1 << 20, 8);
+    arenastat::reset_peaks();
+    void* q = other.allocate(50, 8);
+    other.deallocate(q, 50, 8);
+    heap.deallocate(p, 3000, 8);
+  }
+  e = test::find_entry("test/scope/reset-held", entry_kind::scope);
+  CHECK(e.peak_bytes == 3050);
+  CHECK(e.at_peak == std::vector<arenastat::tag_bytes>{{"reset_tag_a", 3000}, {"reset_tag_b", 50}});
+  {
+    scope s{"test/scope/reset-quiet"};
+    void* p = heap.allocate(3000, 8);
+    void* big = heap.allocate(1 << 20, 8);
+    heap.deallocate(big, 1 << 20, 8);
+    arenastat::reset_peaks();  // nothing changes after it
+    heap.deallocate(p, 3000, 8);  // a credit: the peak since the reset was 3000
+  }
+  CHECK(test::find_entry("test/scope/reset-quiet", entry_kind::scope).peak_bytes == 3000);
+  {
+    scope s{"test/scope/reset-end"};
+    void* big = heap.allocate(1 << 20, 8);
+    heap.deallocate(big, 1 << 20, 8);
+    arenastat::reset_peaks();  // the scope ends with nothing charged since: 0
+  }
+  CHECK(test::find_entry("test/scope/reset-end", entry_kind::scope).peak_bytes == 0);
+}
+
 TEST_CASE("a tag the scope never charged reads 0; freeing memory taken before the scope credits it", "[scope]") {
   arenastat::tracking_resource heap{"test/scope/credit-before", "scope_credit_tag"};
   void* p = heap.allocate(100, 8);  // before the scope: not charged to it

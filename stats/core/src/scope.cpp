@@ -51,7 +51,28 @@ struct scope_access {
     std::fill(s.at_peak_ + s.tags_high_, s.at_peak_ + tag + 1, 0);
     s.tags_high_ = tag + 1u;
   }
+  // After a reset_peaks() the run's peak is what it has held since: its net
+  // bytes at the reset (unchanged until now: every change comes through
+  // here), then whatever it reaches. With net bytes of 0 or less the peak is
+  // 0 and the breakdown at it empty.
+  static void catch_up_with_reset(scope& s) noexcept {
+    const std::uint32_t resets = detail::peak_resets.load(std::memory_order_relaxed);
+    if (resets == s.reset_epoch_) [[likely]] return;
+    s.reset_epoch_ = resets;
+    if (s.net_ > 0) {
+      s.peak_ = s.net_;
+      std::copy_n(s.live_by_tag_, s.tags_high_, s.at_peak_);
+    } else {
+      s.peak_ = 0;
+      std::fill_n(s.at_peak_, s.tags_high_, 0);
+    }
+    for (std::uint32_t i = 0; i < s.counter_count_; ++i) {
+      s.counters_[i].at_peak = s.counters_[i].value;
+      s.counters_[i].set_at_peak = true;
+    }
+  }
   static void charge(scope& s, tag_id tag, std::int64_t n) noexcept {
+    catch_up_with_reset(s);
     reach(s, tag);
     s.net_ += n;
     s.live_by_tag_[tag] += n;
@@ -65,6 +86,7 @@ struct scope_access {
     }
   }
   static void credit(scope& s, tag_id tag, std::int64_t n) noexcept {
+    catch_up_with_reset(s);
     reach(s, tag);  // memory taken before the scope began may be freed inside it
     s.net_ -= n;
     s.live_by_tag_[tag] -= n;
@@ -331,6 +353,7 @@ scope::scope(std::string_view name, scope_options options) : limit_(options.limi
   name_len_ = static_cast<std::uint32_t>(name.size());
   detail::drain_pending();
   id_ = st.next_scope_id++;
+  reset_epoch_ = detail::peak_resets.load(std::memory_order_relaxed);
   uncaught_at_entry_ = detail::uncaught_exceptions(&st);
   if (detail::the_scope_clock.ns_per_tick.load(std::memory_order_relaxed) > 0) [[likely]] {
     tsc_clock_ = true;
@@ -370,6 +393,7 @@ scope::~scope() {
   }
   t.visible = t.depth - t.base;
 
+  scope_access::catch_up_with_reset(*this);
   const detail::run_result result = limit_hit_ ? detail::run_result::oom
                                     : detail::uncaught_exceptions(t.state) > uncaught_at_entry_
                                         ? detail::run_result::err

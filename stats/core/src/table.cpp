@@ -486,6 +486,10 @@ void reset_peaks() {
   for (account* a : detail::all_accounts()) a->reset_peak();
   detail::scope_table& t = detail::scope_table::get();
   detail::table_lock lock(t);
+  // Active scopes see this at their next charge, credit or end: their run's
+  // peak starts again from its net bytes then (the reset's moment: nothing
+  // changed them in between).
+  detail::peak_resets.fetch_add(1, std::memory_order_relaxed);
   for (const detail::record_ref& x : t.records) {
     // The breakdown is forgotten in place (the name stays first; the slack is
     // reused or reallocated by the next largest run).

@@ -1,5 +1,6 @@
 // Internal: what the table keeps and how scopes and accounts reach it.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string_view>
 #include <utility>
@@ -9,6 +10,10 @@
 #include "arenastat/table.hpp"
 
 namespace arenastat::detail {
+
+// Incremented by each reset_peaks() (under the table lock): an active scope
+// that sees it changed starts its peak again from its net bytes (scope.cpp).
+inline std::atomic<std::uint32_t> peak_resets{0};
 
 enum class run_result : std::uint8_t { ok, oom, err };
 

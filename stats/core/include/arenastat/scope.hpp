@@ -93,6 +93,9 @@ class scope {
   // written (zeroed first) only below it, so entering a scope clears nothing.
   std::uint32_t tags_high_ = 0;
   std::uint32_t counter_count_ = 0;
+  // reset_peaks()'s count when the peak was last brought up to date: a
+  // reset since then makes the run's peak its net bytes of that moment.
+  std::uint32_t reset_epoch_;
   int uncaught_at_entry_;
   bool limit_hit_ = false;
   bool tsc_clock_;  // start_ is in time-stamp-counter ticks, else steady_clock ns

@@ -157,7 +157,8 @@ class table_copy {
 std::vector<entry> snapshot();
 
 // Resets every peak to its current value: accounts' peaks become their live
-// bytes; scope entries forget their largest peak (the next run sets it).
+// bytes; scope entries forget their largest peak (the next run sets it), and
+// a run active now counts its peak from its net bytes now.
 // Folded rows forget their largest folded peak (0; the next entry folded sets
 // it); their entries, runs, peak sum, time and oom and err runs stay.
 void reset_peaks();
