@@ -2,6 +2,10 @@
 // real `arenastat` binary. Known state of the target (programs/control_target.cpp):
 // account "cache/items" 10 blocks of 1000 bytes, scope "task/parse" 1 run with
 // peak 3000, account "scratch" live 0 and peak 3000.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/stat.h>
+#include <cstring>
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -83,6 +87,44 @@ TEST_CASE("the listing removes sockets of processes that no longer exist", "[con
   CHECK_FALSE(exists(stale));
   CHECK(r.err == "arenastat: removed '" + stale + "' (process " + dead + " no longer exists)\n"
                  "arenastat: no queryable processes in '" + sockets.path() + "' (ARENASTAT_SOCKET_DIR); start a program with ARENASTAT_CONTROL=1\n");
+}
+
+namespace {
+
+// A socket at `path` that something listens on: what a process of another
+// pid namespace, whose pid is another one (or none) here, serves.
+struct listening_socket {
+  int fd = -1;
+  explicit listening_socket(const std::string& path) {
+    fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::chmod(path.c_str(), 0600) == 0);
+    REQUIRE(::listen(fd, 4) == 0);
+  }
+  ~listening_socket() { ::close(fd); }
+};
+
+}  // namespace
+
+TEST_CASE("a socket of a pid that does not exist here but is listened on is neither removed nor listed",
+          "[control][cli][threads]") {
+  temp_dir sockets;
+  const std::string absent = std::to_string(dead_pid());
+  const std::string served = sockets.file(absent + ".sock");
+  const listening_socket other_namespace(served);
+  const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 0);
+  CHECK(exists(served));
+  CHECK(r.err == "arenastat: not removing '" + served + "': process " + absent +
+                     " does not exist here, but something listens on it (a process in another pid namespace?)\n"
+                     "arenastat: no queryable processes in '" + sockets.path() +
+                     "' (ARENASTAT_SOCKET_DIR); start a program with ARENASTAT_CONTROL=1\n");
+  // A starting server's clean-up of stale sockets keeps it too.
+  target t(sockets.path());
+  CHECK(exists(served));
 }
 
 TEST_CASE("help lists every command", "[control][cli][threads]") {

@@ -170,7 +170,12 @@ int list_processes() {
       continue;
     }
     if (naming::process_gone(*pid)) {
-      if (st.st_uid != me) {
+      if (!naming::nobody_listens(dir->fd(), e->d_name)) {
+        // A process of another pid namespace (its pid is another process, or
+        // none, here) serves it: neither listed nor removed.
+        note("not removing " + path + ": process " + std::to_string(*pid) +
+             " does not exist here, but something listens on it (a process in another pid namespace?)");
+      } else if (st.st_uid != me) {
         note("not removing " + path + " (process " + std::to_string(*pid) + " no longer exists): it is owned by uid " +
              std::to_string(st.st_uid));
       } else if (::unlinkat(dir->fd(), e->d_name, 0) == 0) {

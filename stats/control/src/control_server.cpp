@@ -117,7 +117,10 @@ void remove_stale_sockets(const std::string& dir) {
     if (!pid || *pid == self || !naming::process_gone(*pid)) continue;
     struct stat st {};
     if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISSOCK(st.st_mode) && st.st_uid == ::geteuid()) ::unlinkat(dfd, e->d_name, 0);
+    // A socket something still listens on belongs to a process of another
+    // pid namespace (its pid means another process here): kept.
+    if (S_ISSOCK(st.st_mode) && st.st_uid == ::geteuid() && naming::nobody_listens(dfd, e->d_name))
+      ::unlinkat(dfd, e->d_name, 0);
   }
   ::closedir(d);
 }

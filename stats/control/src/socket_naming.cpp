@@ -5,10 +5,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <cstdlib>
 
 namespace arenastat::naming {
@@ -148,6 +150,20 @@ bool process_gone(long pid) {
   if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
   if (!exited_state(process_state(pid))) return false;  // the main thread runs: no need to read every task
   return !some_thread_runs(pid);
+}
+
+bool nobody_listens(int dirfd, const char* name) {
+  const std::string path = "/proc/self/fd/" + std::to_string(dirfd) + "/" + name;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.size() >= sizeof a.sun_path) return false;
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const int r = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
+  const int err = errno;
+  ::close(fd);  // a listening server sees a client that sent nothing, and closes it
+  return r != 0 && err == ECONNREFUSED;
 }
 
 std::optional<uid_t> process_uid(long pid) {

@@ -57,6 +57,14 @@ std::string program_of(long pid);
 // /proc/<pid>/stat while the other threads run: that process is not gone.
 bool process_gone(long pid);
 
+// True only when connecting to the socket `name` in the directory `dirfd` is
+// refused (ECONNREFUSED): nothing listens on it. A process in another pid
+// namespace has other pids, so "its pid is gone here" does not make its
+// socket stale; a socket removed as stale must be both (process_gone and
+// this). Any other outcome (a connection, a full backlog, no permission, a
+// path too long) keeps the socket.
+bool nobody_listens(int dirfd, const char* name);
+
 // The state letter of `pid` in /proc/<pid>/stat ('R', 'S', 'Z', ...), nullopt
 // when unreadable.
 std::optional<char> process_state(long pid);
