@@ -48,6 +48,12 @@ class tmux_session {
   void keys(const std::string& literal) { sh(tmux() + " send-keys -t top -l " + quote(literal)); }
   void key(const std::string& name) { sh(tmux() + " send-keys -t top " + name); }
   std::string screen() { return sh(tmux() + " capture-pane -p -t top"); }
+  // The program in the pane's foreground ("bash" once top has ended).
+  std::string foreground() {
+    std::string c = sh(tmux() + " display-message -p -t top '#{pane_current_command}'");
+    while (!c.empty() && c.back() == '\n') c.pop_back();
+    return c;
+  }
 
   // Polls the screen until `ok` holds (20 s at most: the machine may be busy).
   bool wait_for(const std::function<bool(const std::string&)>& ok) {
@@ -85,14 +91,19 @@ std::string first_entry(const std::string& screen) {
   return {};
 }
 
-// Waits for the view to end (the shell's screen is back), then asks the shell
-// for its terminal modes. Typing before top has ended would hand the command
-// to top, which reads up to 64 bytes at once and drops what follows a 'q'.
+// Waits for top to end (the shell is the pane's foreground program again:
+// top leaves the alternate screen a moment before it exits), then asks the
+// shell for its terminal modes. Typing before top has ended would hand the
+// command to top, which reads up to 64 bytes at once and drops what follows
+// a 'q'.
 bool terminal_is_sane(tmux_session& t, const std::string& marker) {
-  if (!t.wait_for([](const std::string& s) {
-        return s.find("ready$") != std::string::npos && s.find("GROWTH/s") == std::string::npos;
-      })) {
-    UNSCOPED_INFO("the view did not end (" << marker << "):\n" << t.last());
+  bool ended = false;
+  for (int i = 0; i < 400 && !ended; ++i) {
+    ended = t.foreground() == "bash";
+    if (!ended) ::usleep(50000);
+  }
+  if (!ended) {
+    UNSCOPED_INFO("top did not end (" << marker << "), the pane runs " << t.foreground() << ":\n" << t.screen());
     return false;
   }
   t.keys("stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' ' '; echo " + marker);

@@ -21,6 +21,7 @@
 #include <prometheus/exposer.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -48,12 +49,19 @@ namespace {
 constexpr int worker_threads = 2;
 constexpr int request_timeout_ms = 2000;
 
+// Where a connection wakes the server's listening thread (stop_waker): the
+// listening address, the loopback one when it listens on every address.
+struct wake_address {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+};
+
 // Eternal: scrapes may be answered while the program exits.
 struct server_state {
   std::mutex mutex;
   std::unique_ptr<prometheus::Exposer> exposer;
   pid_t owner = 0;  // process that started it (a fork()ed child must not stop it)
-  std::string address;  // what it listens on, as start() was given it
+  wake_address wake;  // where a connection wakes civetweb's listening thread (stop_waker)
   bool at_exit_registered = false;
   std::mutex log_mutex;      // guards start_error (civetweb logs from its own threads too)
   std::string start_error;  // civetweb's first message since the last start
@@ -130,11 +138,13 @@ constexpr unsigned civetweb_ipv6_feature = 8;
 
 constexpr std::string_view address_example = "127.0.0.1:9464";
 
-// Why `a` cannot be a listening address, or "" when it can: "host:port" with
-// a port of 1 to 5 digits up to 65535 and a host civetweb reads as it is
-// written (inet_pton: four numbers from 0 to 255; civetweb's own reading wraps
-// 999.1.1.1 to 231.1.1.1), or "[IPv6]" when this build of civetweb has IPv6.
-std::string address_problem(std::string_view a) {
+// Why `a` cannot be a listening address, or "" when it can (then `wake` is
+// where to connect, its port still 0): "host:port" with a port of 1 to 5
+// digits up to 65535 and a host civetweb reads as it is written (inet_pton:
+// four numbers from 0 to 255; civetweb's own reading wraps 999.1.1.1 to
+// 231.1.1.1), or "[IPv6]" when this build of civetweb has IPv6 (Debian's has
+// not: that branch is unused there).
+std::string address_problem(std::string_view a, wake_address& wake) {
   const std::string expected = "expected host:port with a numeric IPv4 host, e.g. " + std::string(address_example);
   const std::size_t colon = a.rfind(':');
   if (colon == std::string_view::npos || colon == 0) return expected;
@@ -149,30 +159,56 @@ std::string address_problem(std::string_view a) {
       return "IPv6 is not supported by this build's civetweb (mg_check_feature(8) is 0); use an IPv4 host, e.g. " +
              std::string(address_example);
     }
-    in6_addr v6{};
-    if (host.size() < 3 || host.back() != ']' || ::inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &v6) != 1)
+    sockaddr_in6 v6{};
+    v6.sin6_family = AF_INET6;
+    if (host.size() < 3 || host.back() != ']' ||
+        ::inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &v6.sin6_addr) != 1)
       return "'" + host + "' is not an IPv6 address in brackets, e.g. [::1]:9464";
+    if (IN6_IS_ADDR_UNSPECIFIED(&v6.sin6_addr)) v6.sin6_addr = in6addr_loopback;
+    std::memcpy(&wake.addr, &v6, sizeof v6);
+    wake.len = sizeof v6;
     return {};
   }
-  in_addr v4{};
-  if (::inet_pton(AF_INET, host.c_str(), &v4) != 1) {
+  sockaddr_in v4{};
+  v4.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, host.c_str(), &v4.sin_addr) != 1) {
     if (host.find_first_not_of("0123456789.") != std::string::npos) return expected;
     return "'" + host + "' is not an IPv4 address (four numbers from 0 to 255, no leading zeros, separated by dots)";
   }
+  if (v4.sin_addr.s_addr == htonl(INADDR_ANY)) v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::memcpy(&wake.addr, &v4, sizeof v4);
+  wake.len = sizeof v4;
   return {};
+}
+
+// The port of a wake address (after start() learnt the one listened on).
+void set_port(wake_address& w, int port) {
+  const auto p = htons(static_cast<std::uint16_t>(port));
+  if (w.addr.ss_family == AF_INET6) {
+    sockaddr_in6 v6{};
+    std::memcpy(&v6, &w.addr, sizeof v6);
+    v6.sin6_port = p;
+    std::memcpy(&w.addr, &v6, sizeof v6);
+  } else {
+    sockaddr_in v4{};
+    std::memcpy(&v4, &w.addr, sizeof v4);
+    v4.sin_port = p;
+    std::memcpy(&w.addr, &v4, sizeof v4);
+  }
 }
 
 // civetweb's listening thread waits in poll() up to 2 s (SOCKET_TIMEOUT_QUANTUM
 // in civetweb.c) before it sees that the server is stopping, so stopping
 // took up to 2 s, at every exit of a program with the endpoint on. A
 // connection to the listening socket wakes it: while the server stops, this
-// makes one every 10 ms (to the loopback address when it listens on every
-// address) and closes it. Without a thread (none could be made), the stop
-// just takes its 2 s.
+// makes one every 10 ms and closes it, until a connection is refused (the
+// listener is closed: the port may soon be someone else's). Without a thread
+// (none could be made), the stop just takes its 2 s. Allocates nothing but
+// the thread.
 class stop_waker {
  public:
-  stop_waker(const std::string& address, int port) {
-    if (!target(address, port)) return;
+  explicit stop_waker(const wake_address& target) noexcept : target_(target) {
+    if (target_.len == 0) return;
     try {
       thread_ = std::thread([this] { run(); });
     } catch (...) {
@@ -191,49 +227,37 @@ class stop_waker {
   stop_waker& operator=(const stop_waker&) = delete;
 
  private:
-  bool target(const std::string& address, int port) {
-    const std::size_t colon = address.rfind(':');
-    if (colon == std::string::npos || port <= 0) return false;
-    std::string host = address.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[') {
-      host = host.substr(1, host.size() - 2);
-      auto& a = reinterpret_cast<sockaddr_in6&>(addr_);
-      a.sin6_family = AF_INET6;
-      a.sin6_port = htons(static_cast<std::uint16_t>(port));
-      if (::inet_pton(AF_INET6, host.c_str(), &a.sin6_addr) != 1) return false;
-      if (IN6_IS_ADDR_UNSPECIFIED(&a.sin6_addr)) a.sin6_addr = in6addr_loopback;
-      len_ = sizeof a;
-      return true;
-    }
-    auto& a = reinterpret_cast<sockaddr_in&>(addr_);
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    if (::inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) return false;
-    if (a.sin_addr.s_addr == htonl(INADDR_ANY)) a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    len_ = sizeof a;
-    return true;
-  }
-  void poke() const noexcept {
-    const int fd = ::socket(addr_.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return;
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr_), len_) != 0 && errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, 10);  // the handshake done: the listener sees the connection
+  // One connection, closed at once; false when it was refused.
+  bool poke() const noexcept {
+    const int fd = ::socket(target_.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return true;
+    bool listening = true;
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&target_.addr), target_.len) != 0) {
+      if (errno == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        ::poll(&p, 1, 10);  // the handshake done: the listener sees the connection
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == ECONNREFUSED) listening = false;
+      } else if (errno == ECONNREFUSED) {
+        listening = false;
+      }
     }
     ::close(fd);
+    return listening;
   }
   void run() {
     std::unique_lock lock(mutex_);
     while (!done_) {
       lock.unlock();
-      poke();
+      const bool listening = poke();
       lock.lock();
+      if (!listening) break;
       wake_.wait_for(lock, std::chrono::milliseconds(10), [this] { return done_; });
     }
   }
 
-  sockaddr_storage addr_{};
-  socklen_t len_ = 0;
+  wake_address target_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool done_ = false;
@@ -246,7 +270,8 @@ int start(const std::string& address, unsigned depth) {
   server_state& s = state();
   std::lock_guard lock(s.mutex);
   if (s.exposer) return served_port.load();
-  if (const std::string problem = address_problem(address); !problem.empty()) {
+  wake_address wake;
+  if (const std::string problem = address_problem(address, wake); !problem.empty()) {
     throw std::runtime_error("bad address '" + address + "': " + problem);
   }
   served_depth.store(depth == 0 ? 1 : depth);
@@ -274,7 +299,8 @@ int start(const std::string& address, unsigned depth) {
   const std::vector<int> ports = s.exposer->GetListeningPorts();
   served_port.store(ports.empty() ? 0 : ports.front());
   s.owner = ::getpid();
-  s.address = address;
+  s.wake = wake;
+  set_port(s.wake, served_port.load());
   if (!s.at_exit_registered) {
     s.at_exit_registered = true;
     std::atexit([] { stop(); });
@@ -289,7 +315,7 @@ void stop() noexcept {
   if (::getpid() != s.owner) {
     (void)s.exposer.release();  // a fork()ed child: the threads are the parent's
   } else {
-    const stop_waker waker(s.address, served_port.load());
+    const stop_waker waker(s.wake);
     s.exposer.reset();  // civetweb stops, waiting for a scrape in progress
   }
   served_port.store(0);

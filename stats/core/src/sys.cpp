@@ -22,6 +22,17 @@ std::string program_name() {
   return name.empty() ? "?" : name;
 }
 
+std::string executable_name() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf);
+  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf) return program_name();
+  std::string path(buf, static_cast<std::size_t>(n));
+  constexpr std::string_view deleted = " (deleted)";  // the file was replaced or removed since exec
+  if (path.ends_with(deleted)) path.resize(path.size() - deleted.size());
+  const std::string name = path.substr(path.rfind('/') + 1);
+  return name.empty() ? program_name() : name;
+}
+
 std::string utc_time_string(std::time_t t) {
   std::tm tm{};
   ::gmtime_r(&t, &tm);

@@ -9,6 +9,10 @@ namespace arenastat::detail {
 
 // This process's name (/proc/self/comm), "?" when unreadable.
 std::string program_name();
+// The name of this process's executable file (the last part of
+// /proc/self/exe: not cut to 15 bytes as comm is, nor changed by
+// prctl(PR_SET_NAME)); program_name() when unreadable.
+std::string executable_name();
 
 // "2026-11-22 02:30:00 UTC".
 std::string utc_time_string(std::time_t t);

@@ -133,7 +133,7 @@ void print_report_at_exit() noexcept {
       // directory there).
       metrics_options mo;
       mo.depth = metrics_depth_from_env();
-      mo.program_label = detail::program_name();
+      mo.program_label = detail::executable_name();
       const std::string text = detail::render_metrics(*copy, proc, detail::table_figures_of(*copy), mo);
       try {
         write_file_atomically(file, text);

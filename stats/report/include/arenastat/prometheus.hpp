@@ -33,8 +33,9 @@ struct metrics_options {
   // tells targets apart by their instance label).
   std::optional<std::uint64_t> pid_label = std::nullopt;
   // Set for the at-exit file (ARENASTAT_AT_EXIT_FILE): every sample has
-  // program="<name>" as its first label (after pid when both are set), so the
-  // files of several programs in one directory never give one series twice.
+  // program="<name>" as a first label (after pid when both are set), so the
+  // files of programs with different names in one directory never give one
+  // series twice.
   std::optional<std::string> program_label = std::nullopt;
 };
 
