@@ -489,4 +489,18 @@ TEST_CASE("page: controls and bidirectional marks in names show as the text repo
   INFO(title);
   CHECK(title.rfind(shown + "\nkind: scope\npeak: 4096 B", 0) == 0);  // no line of the name's own
   CHECK(dom.find("<li class=\"result\">" + shown + "</li>") != std::string::npos);
+  // The search finds a name by what the page shows too.
+  const std::string by_shown = dump_dom(page, "#search=%5Cx0afake", true);
+  CHECK(by_shown.find("1 entry matches") != std::string::npos);
+}
+
+TEST_CASE("page: DEL, C1 controls, isolates, bytes outside UTF-8 and U+FFFD show as the text reports write them",
+          "[browser]") {
+  // DEL, U+0085 (C1), U+2066 (an isolate), the byte 0xff, then a literal U+FFFD,
+  // which the text reports print as it is (it is well-formed UTF-8).
+  const std::string name = "more/\x7f\xc2\x85\xe2\x81\xa6\xff\xef\xbf\xbd";
+  const std::string page = html_page("more-control-names.html", {one_run(name, 4096)});
+  const std::string dom = dump_dom(page, "", false);
+  REQUIRE(dom.find("data-ready=\"1\"") != std::string::npos);
+  CHECK(dom.find(">\\x7f\\xc2\\x85\\xe2\\x81\\xa6\\xff\xef\xbf\xbd</div>") != std::string::npos);
 }

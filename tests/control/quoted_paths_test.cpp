@@ -114,6 +114,31 @@ TEST_CASE("a relative ARENASTAT_SOCKET_DIR is refused by the server and by the C
   CHECK(r.err == "arenastat: refusing socket directory 'rel/dir' (ARENASTAT_SOCKET_DIR): " + reason + "\n");
 }
 
+TEST_CASE("an ARENASTAT_SOCKET_DIR with a '.' or '..' part is refused by the server and by the CLI",
+          "[control][naming][threads]") {
+  // "/x/link/." would pass the check that the directory is no symbolic link
+  // (O_NOFOLLOW acts on the last part, here ".").
+  temp_dir real, links;
+  const std::string link = links.path() + "/link";
+  REQUIRE(::symlink(real.path().c_str(), link.c_str()) == 0);
+  for (const std::string& dir : {link + "/.", real.path() + "/../" + real.path().substr(real.path().rfind('/') + 1)}) {
+    INFO(dir);
+    const std::string part = dir.ends_with("/.") ? "." : "..";
+    const spawned p = spawn(target_path, {}, {{"ARENASTAT_CONTROL", "1"}, {"ARENASTAT_SOCKET_DIR", dir}});
+    CHECK(read_line(p.out).rfind("ready ", 0) == 0);
+    ::close(p.in);
+    CHECK(wait_exit(p.pid) == 0);
+    CHECK(read_all(p.err, 1s) == "arenastat control: socket directory '" + dir + "' (ARENASTAT_SOCKET_DIR): it has a '" +
+                                     part + "' part; give the directory's own path; the control server is off\n");
+    ::close(p.out);
+    ::close(p.err);
+    const cli_result r = run_cli({}, {{"ARENASTAT_SOCKET_DIR", dir}});
+    CHECK(r.status == 4);
+    CHECK(r.err == "arenastat: refusing socket directory '" + dir + "' (ARENASTAT_SOCKET_DIR): it has a '" + part +
+                       "' part; give the directory's own path\n");
+  }
+}
+
 TEST_CASE("a failed Prometheus dump on a signal names the .prom file and ARENASTAT_DUMP_DIR, not its temporary",
           "[control][dump][threads]") {
   temp_dir sockets;

@@ -173,6 +173,19 @@ TEST_CASE("an answer cut short by a dropped connection is an error (exit 3), nev
                      "dropped); nothing was printed; retry\n");
 }
 
+TEST_CASE("a status line without its newline is refused (exit 4)", "[control][trust][threads]") {
+  temp_dir sockets;
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  const fake_server bare_ok({sockets.file("%p.sock"), "--answer=ok"});
+  const cli_result r = run_cli({bare_ok.pid(), "info"}, env);
+  CHECK(r.status == 4);
+  CHECK(r.out.empty());
+  CHECK(r.err == "arenastat: process " + bare_ok.pid() +
+                     " answered 'ok' without the newline that ends a status line; refusing it\n");
+  const fake_server bare_error({sockets.file("%p.sock"), "--answer=error bad"});
+  CHECK(run_cli({bare_error.pid(), "info"}, env).status == 4);
+}
+
 TEST_CASE("an error message from the process is printed escaped (exit 1)", "[control][trust][threads]") {
   temp_dir sockets;
   const fake_server forger({sockets.file("%p.sock"), "--answer=error bad \\e[31mthing\\n"});

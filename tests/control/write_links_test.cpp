@@ -281,6 +281,37 @@ TEST_CASE("html -o and dump PATH refuse another user's link in a sticky director
   CHECK(contents(victim) == "SECRET\n");
 }
 
+TEST_CASE("html -o and dump PATH refuse another user's file in a sticky directory, untouched",
+          "[control][trust][html][dump][uid][threads]") {
+  // As Linux's fs.protected_regular: root writing into a file that uid 65534
+  // made in a shared /tmp would let its owner read the report (or the owner
+  // planted it to be written).
+  if (!root_or_skip()) return;
+  temp_dir sockets, shared;
+  REQUIRE(::chmod(shared.path().c_str(), 01777) == 0);
+  target t(sockets.path());
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  const std::string theirs = shared.file("report.html");
+  { std::ofstream(theirs) << "THEIRS\n"; }
+  REQUIRE(::chown(theirs.c_str(), other_uid, static_cast<gid_t>(-1)) == 0);
+  const std::string reason = "it is a file of uid 65534 in a sticky directory others may write to, and only files "
+                             "of the user writing (uid " + std::to_string(::geteuid()) +
+                             ") or of the directory's owner are written there";
+  const cli_result html = run_cli({t.pid_text(), "html", "-o", theirs}, env);
+  CHECK(html.status == 4);
+  CHECK(html.err == "arenastat: html: refusing to write '" + theirs + "': " + reason + "; choose another FILE\n");
+  const cli_result dumped = run_cli({t.pid_text(), "dump", theirs}, env);
+  CHECK(dumped.status == 1);
+  CHECK(dumped.err == "arenastat: " + t.pid_text() + ": dump: refusing to write '" + theirs + "': " + reason +
+                          "; give another PATH\n");
+  CHECK(contents(theirs) == "THEIRS\n");  // not truncated either
+  // root's own file there is written as before.
+  const std::string mine = shared.file("mine.html");
+  { std::ofstream(mine) << "OLD\n"; }
+  CHECK(run_cli({t.pid_text(), "html", "-o", mine}, env).status == 0);
+  CHECK(contents(mine).rfind("<!DOCTYPE html>", 0) == 0);
+}
+
 // sudo arenastat <pid> html -o /dev/stdout | less: the pipe was made by the
 // user who ran sudo, and root's CLI writes the page into it, as into stdout.
 TEST_CASE("html -o /dev/stdout writes into a pipe another user made", "[control][trust][html][uid][threads]") {

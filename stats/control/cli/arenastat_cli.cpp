@@ -492,7 +492,11 @@ std::string ask_target(long pid, const std::string& line, int timeout_ms, const 
 
   const std::size_t eol = answer.find('\n');
   const std::string status = answer.substr(0, eol);
-  if (status == "ok") return eol == std::string::npos ? std::string() : answer.substr(eol + 1);
+  if (eol == std::string::npos) {  // rule 7: a status line ends with its LF
+    throw failure{exit_refused, who + " answered '" + status.substr(0, 80) +
+                                    "' without the newline that ends a status line; refusing it"};
+  }
+  if (status == "ok") return answer.substr(eol + 1);
   if (status.starts_with("error server busy: ")) {
     throw failure{exit_busy, who + " is busy: " + status.substr(19)};
   }

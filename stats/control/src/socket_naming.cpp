@@ -63,6 +63,15 @@ std::string socket_dir_problem(std::string_view dir) {
     return "it is a relative path; it must be absolute (the program and the arenastat CLI would each resolve it "
            "from their own working directory)";
   }
+  // "." and ".." would be resolved through whatever precedes them: with
+  // "/x/link/." the check that the directory is no symbolic link (O_NOFOLLOW
+  // acts on the last part only) would look at "." instead of "link".
+  for (std::size_t at = 0; at < dir.size();) {
+    const std::size_t end = std::min(dir.find('/', at), dir.size());
+    const std::string_view part = dir.substr(at, end - at);
+    if (part == "." || part == "..") return "it has a '" + std::string(part) + "' part; give the directory's own path";
+    at = end + 1;
+  }
   return {};
 }
 

@@ -459,7 +459,8 @@
     var hits = [];
     var stamp = ++searchStamp;
     for (var i = 0; i < entries.length; ++i) {
-      if (entries[i].name.toLowerCase().indexOf(q) >= 0) {
+      // The name as stored or as shown (a search for "\x0a" finds what the page shows so).
+      if (entries[i].name.toLowerCase().indexOf(q) >= 0 || shown(entries[i].name).toLowerCase().indexOf(q) >= 0) {
         ++matches; hits.push(entries[i]);
         for (var up = entries[i].node.parent; up && up.hitStamp !== stamp; up = up.parent) up.hitStamp = stamp;
       }
@@ -469,7 +470,8 @@
       var n = cells[+boxes[j].getAttribute('data-i')];
       if (!n || n.rest) continue;
       var name = n.entry ? n.entry.name : n.path;
-      var m = !n.isGroup && n !== root && name.toLowerCase().indexOf(q) >= 0;
+      var m = !n.isGroup && n !== root &&
+              (name.toLowerCase().indexOf(q) >= 0 || shown(name).toLowerCase().indexOf(q) >= 0);
       boxes[j].classList.toggle('match', m);
       boxes[j].classList.toggle('match-below', !m && n.hitStamp === stamp);
       if (m) ++drawn;

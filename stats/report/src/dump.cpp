@@ -149,7 +149,7 @@ int create_file(const std::string& path, const std::string& shown, bool exclusiv
   if (opened.refused_link_owner) {
     throw refused_path(opened.error, "dump: refusing to write " + shown + ": " +
                                          files::refused_link_reason(opened) +
-                                         "; give another PATH");
+                                         (exclusive ? "; choose another ARENASTAT_DUMP_DIR" : "; give another PATH"));
   }
   throw std::system_error(opened.error, std::generic_category(), "dump: cannot create " + shown);
 }

@@ -85,8 +85,8 @@ class walk {
       if (name == "." && !last) continue;
       int open_error = 0;  // why the last component could not be opened as a file
       if (last && name != "." && name != "..") {
-        const int fd = ::openat(dir_.get(), name.c_str(), flags_ | O_NOFOLLOW | O_CLOEXEC, mode_);
-        if (fd >= 0) return opened(fd);
+        const int fd = ::openat(dir_.get(), name.c_str(), (flags_ & ~O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, mode_);
+        if (fd >= 0) return checked_file(fd);
         // ELOOP: a link. Other errors may hide one too: in a sticky directory
         // the kernel refuses (EACCES) to create through another user's link
         // before O_NOFOLLOW is looked at. ENOENT and EEXIST say what they say.
@@ -145,6 +145,31 @@ class walk {
     // A link to "/" (no components) or one whose target ends in '/': a directory.
     if (last && (rest_.size() == before || text.back() == '/')) return EISDIR;
     return 0;
+  }
+
+  // The file opened by the walk, without O_TRUNC: refused when it is another
+  // user's regular file in a sticky directory that others may write to (as
+  // fs.protected_regular does, whether or not the kernel has it on), else
+  // truncated when asked and returned.
+  write_open checked_file(int fd) {
+    struct stat file {};
+    struct stat dir {};
+    if (::fstat(fd, &file) != 0 || ::fstat(dir_.get(), &dir) != 0) {
+      const int err = errno;
+      ::close(fd);
+      return failed(err);
+    }
+    const bool shared_sticky = (dir.st_mode & S_ISVTX) != 0 && (dir.st_mode & (S_IWOTH | S_IWGRP)) != 0;
+    if (S_ISREG(file.st_mode) && shared_sticky && file.st_uid != ::geteuid() && file.st_uid != dir.st_uid) {
+      ::close(fd);
+      return {.fd = -1, .error = EACCES, .refused_link_owner = file.st_uid, .refused_link = {}, .refused_file = true};
+    }
+    if ((flags_ & O_TRUNC) != 0 && S_ISREG(file.st_mode) && ::ftruncate(fd, 0) != 0) {
+      const int err = errno;
+      ::close(fd);
+      return failed(err);
+    }
+    return opened(fd);
   }
 
   bool on_procfs() const {
@@ -218,6 +243,9 @@ bool names_fifo(const std::string& path) noexcept {
 
 std::string refused_link_reason(const write_open& opened) {
   const std::string owner = std::to_string(opened.refused_link_owner.value_or(0));
+  if (opened.refused_file)
+    return "it is a file of uid " + owner + " in a sticky directory others may write to, and only files of the "
+           "user writing (uid " + std::to_string(::geteuid()) + ") or of the directory's owner are written there";
   const std::string rule =
       ", and only links owned by root or by uid " + std::to_string(::geteuid()) + " (the user writing) are followed";
   if (opened.refused_link.empty()) return "it is a symbolic link owned by uid " + owner + rule;

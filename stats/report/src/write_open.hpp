@@ -27,15 +27,22 @@ namespace arenastat::files {
 struct write_open {
   int fd = -1;     // the open file (the caller closes it), or -1
   int error = 0;   // errno when fd is -1 (ELOOP when a link was refused)
-  std::optional<uid_t> refused_link_owner;  // the owner of a refused symbolic link
+  std::optional<uid_t> refused_link_owner;  // the owner of a refused symbolic link (or file: refused_file)
   std::string refused_link;  // its path as walked; empty when it is the file named itself
+  // The file itself was refused: an existing regular file of another user
+  // (refused_link_owner) in a sticky directory others may write to, which
+  // Linux's fs.protected_regular refuses to open too (when it is on): its
+  // owner could read what is written (a root process's report) or have
+  // planted it for that. Nothing was truncated.
+  bool refused_file = false;
 };
 
 // Opens `path` with `flags` (O_WRONLY | O_CREAT ... ; O_NOFOLLOW and
 // O_CLOEXEC are added) and `mode`, following symbolic links only when they
 // are owned by root or geteuid() (at most 40, as the kernel). O_TRUNC
 // truncates a regular file only (a pipe or terminal is written as it is, as
-// by a shell's '>').
+// by a shell's '>'), and only once it is known not to be another user's file
+// in a sticky directory others may write to (refused_file).
 write_open open_to_write(const std::string& path, int flags, mode_t mode);
 
 // The directory `path` opened with O_PATH (for the *at calls: openat,
