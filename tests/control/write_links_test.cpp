@@ -257,27 +257,39 @@ TEST_CASE("an at-exit .prom file is written through the writer's own directory l
   CHECK(contents(shared.file("real/metrics.prom")).starts_with("# HELP "));
 }
 
+namespace {
+
+// A target, and a sticky directory anyone may write to, as /tmp.
+struct sticky_shared {
+  temp_dir sockets, shared;
+  target t{sockets.path()};
+  env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  sticky_shared() { REQUIRE(::chmod(shared.path().c_str(), 01777) == 0); }
+  // html -o (exit 4) and dump PATH (exit 1, the target's answer) both refuse `path` for `reason`.
+  void check_both_refuse(const std::string& path, const std::string& reason) const {
+    const cli_result html = run_cli({t.pid_text(), "html", "-o", path}, env);
+    CHECK(html.status == 4);
+    CHECK(html.err == "arenastat: html: refusing to write '" + path + "': " + reason + "; choose another FILE\n");
+    const cli_result dumped = run_cli({t.pid_text(), "dump", path}, env);
+    CHECK(dumped.status == 1);
+    CHECK(dumped.err == "arenastat: " + t.pid_text() + ": dump: refusing to write '" + path + "': " + reason +
+                            "; give another PATH\n");
+  }
+};
+
+}  // namespace
+
 // In a sticky directory (/tmp) the kernel refuses to create through another
 // user's link (EACCES) before O_NOFOLLOW is looked at: still the refusal, named.
 TEST_CASE("html -o and dump PATH refuse another user's link in a sticky directory, naming it",
           "[control][trust][html][dump][uid][threads]") {
   if (!root_or_skip()) return;
-  temp_dir sockets, shared;
-  REQUIRE(::chmod(shared.path().c_str(), 01777) == 0);
-  target t(sockets.path());
-  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
-  const std::string victim = shared.file("victim"), link = shared.file("report.html");
+  const sticky_shared dir;
+  const std::string victim = dir.shared.file("victim"), link = dir.shared.file("report.html");
   { std::ofstream(victim) << "SECRET\n"; }
   plant_link(victim, link, other_uid);
-  const std::string reason = "it is a symbolic link owned by uid 65534, and only links owned by root or by uid " +
-                             std::to_string(::geteuid()) + " (the user writing) are followed";
-  const cli_result html = run_cli({t.pid_text(), "html", "-o", link}, env);
-  CHECK(html.status == 4);
-  CHECK(html.err == "arenastat: html: refusing to write '" + link + "': " + reason + "; choose another FILE\n");
-  const cli_result dumped = run_cli({t.pid_text(), "dump", link}, env);
-  CHECK(dumped.status == 1);
-  CHECK(dumped.err == "arenastat: " + t.pid_text() + ": dump: refusing to write '" + link + "': " + reason +
-                          "; give another PATH\n");
+  dir.check_both_refuse(link, "it is a symbolic link owned by uid 65534, and only links owned by root or by uid " +
+                                  std::to_string(::geteuid()) + " (the user writing) are followed");
   CHECK(contents(victim) == "SECRET\n");
 }
 
@@ -287,28 +299,18 @@ TEST_CASE("html -o and dump PATH refuse another user's file in a sticky director
   // made in a shared /tmp would let its owner read the report (or the owner
   // planted it to be written).
   if (!root_or_skip()) return;
-  temp_dir sockets, shared;
-  REQUIRE(::chmod(shared.path().c_str(), 01777) == 0);
-  target t(sockets.path());
-  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
-  const std::string theirs = shared.file("report.html");
+  const sticky_shared dir;
+  const std::string theirs = dir.shared.file("report.html");
   { std::ofstream(theirs) << "THEIRS\n"; }
   REQUIRE(::chown(theirs.c_str(), other_uid, static_cast<gid_t>(-1)) == 0);
-  const std::string reason = "it is a file of uid 65534 in a sticky directory others may write to, and only files "
-                             "of the user writing (uid " + std::to_string(::geteuid()) +
-                             ") or of the directory's owner are written there";
-  const cli_result html = run_cli({t.pid_text(), "html", "-o", theirs}, env);
-  CHECK(html.status == 4);
-  CHECK(html.err == "arenastat: html: refusing to write '" + theirs + "': " + reason + "; choose another FILE\n");
-  const cli_result dumped = run_cli({t.pid_text(), "dump", theirs}, env);
-  CHECK(dumped.status == 1);
-  CHECK(dumped.err == "arenastat: " + t.pid_text() + ": dump: refusing to write '" + theirs + "': " + reason +
-                          "; give another PATH\n");
+  dir.check_both_refuse(theirs, "it is a file of uid 65534 in a sticky directory others may write to, and only "
+                                "files of the user writing (uid " + std::to_string(::geteuid()) +
+                                ") or of the directory's owner are written there");
   CHECK(contents(theirs) == "THEIRS\n");  // not truncated either
   // root's own file there is written as before.
-  const std::string mine = shared.file("mine.html");
+  const std::string mine = dir.shared.file("mine.html");
   { std::ofstream(mine) << "OLD\n"; }
-  CHECK(run_cli({t.pid_text(), "html", "-o", mine}, env).status == 0);
+  CHECK(run_cli({dir.t.pid_text(), "html", "-o", mine}, dir.env).status == 0);
   CHECK(contents(mine).rfind("<!DOCTYPE html>", 0) == 0);
 }
 
