@@ -116,9 +116,13 @@ void* arena_resource::allocate_slow(std::size_t bytes, std::size_t alignment) {
   const std::size_t pad = alignment > chunk_alignment ? alignment - chunk_alignment : 0;
   // Larger than any object (PTRDIFF_MAX) with its header: refused before upstream is asked.
   // (pad first: at alignment 2^63 the pad alone exceeds what is left.)
+  // An active scope's limit speaks first: a request larger than it is
+  // limit_exceeded (the run's result oom), as a smaller one would be.
   if (pad > static_cast<std::size_t>(PTRDIFF_MAX) - chunk_header_size ||
-      bytes > static_cast<std::size_t>(PTRDIFF_MAX) - chunk_header_size - pad)
+      bytes > static_cast<std::size_t>(PTRDIFF_MAX) - chunk_header_size - pad) {
+    if (scopes_charged()) check_scope_limits(bytes);
     throw std::bad_alloc();
+  }
   const std::size_t need = chunk_header_size + pad + bytes;
 
   const auto place = [&](chunk* c) {

@@ -27,7 +27,10 @@ void* tracking_resource::allocate_slow(std::size_t bytes, std::size_t alignment)
   if (!power_of_two(alignment))
     throw std::invalid_argument("arenastat::tracking_resource: alignment " + std::to_string(alignment) +
                                 " is not a power of two");
-  if (bytes > max_request) throw std::bad_alloc();
+  if (bytes > max_request) {
+    if (scopes_charged()) check_scope_limits(bytes);  // a limit too small for it speaks first (oom)
+    throw std::bad_alloc();
+  }
   if (!scopes_charged()) return charge_account(take(bytes, alignment), bytes);
   check_scope_limits(bytes);  // a request that cannot fit is never made
   void* p;

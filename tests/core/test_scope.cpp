@@ -567,6 +567,25 @@ TEST_CASE("a request near PTRDIFF_MAX is refused by the scope's limit, not passe
   CHECK(s.net_bytes() == 4096);
 }
 
+TEST_CASE("a request larger than any object is refused by the scope's limit when there is one (oom, not err)",
+          "[scope][limit]") {
+  arenastat::tracking_resource tr{"test/scope/limit-impossible", std::pmr::new_delete_resource()};
+  {
+    scope s{"test/scope/limit-impossible", {.limit_bytes = 1 << 20}};
+    arena_resource a{"node", chunks_of(4096)};
+    CHECK_THROWS_AS(a.allocate(static_cast<std::size_t>(PTRDIFF_MAX) - 40, 8), arenastat::limit_exceeded);
+    CHECK_THROWS_AS(a.allocate(SIZE_MAX, 8), arenastat::limit_exceeded);
+    CHECK_THROWS_AS(tr.allocate(static_cast<std::size_t>(PTRDIFF_MAX) + 1, 8), arenastat::limit_exceeded);
+    CHECK(s.limit_hit());
+    CHECK(s.net_bytes() == 0);
+  }
+  CHECK(test::find_entry("test/scope/limit-impossible", entry_kind::scope).result == "oom");
+  // With no limit to pass, such a request is still std::bad_alloc.
+  scope unlimited{"test/scope/limit-impossible-none"};
+  CHECK_THROWS_AS(tr.allocate(static_cast<std::size_t>(PTRDIFF_MAX) + 1, 8), std::bad_alloc);
+  CHECK_FALSE(unlimited.limit_hit());
+}
+
 TEST_CASE("a scope whose net is negative may take its limit plus what it freed", "[scope][limit]") {
   // Bytes taken before the scope and freed inside it make its net negative
   // (counting rule: net since entry); the limit applies to net + request.
