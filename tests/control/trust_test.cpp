@@ -207,6 +207,24 @@ TEST_CASE("a process started with ARENASTAT_CONTROL=1 whose socket is not up yet
                      "starting, or it failed to start: see its stderr); retry\n");
 }
 
+TEST_CASE("a socket directory too long for a Unix socket's path is named at once, not waited for (exit 3)",
+          "[control][trust][threads]") {
+  temp_dir sockets;
+  std::string dir = sockets.path();
+  while (dir.size() < 110) {
+    dir += "/deeper-directory";
+    REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  }
+  const sleeper s({{"ARENASTAT_CONTROL", "1"}, {"ARENASTAT_SOCKET_DIR", dir}});
+  const auto before = std::chrono::steady_clock::now();
+  const cli_result r = run_cli({s.pid_text(), "stats"}, {{"ARENASTAT_SOCKET_DIR", dir}});
+  CHECK(std::chrono::steady_clock::now() - before < 1500ms);  // not the 2 s wait for a starting server
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: process " + s.pid_text() + " has no control socket: its path '" + dir + "/" +
+                     s.pid_text() + ".sock' would be longer than 107 bytes (a Unix socket's limit), which its server "
+                     "refuses; restart it with a shorter ARENASTAT_SOCKET_DIR\n");
+}
+
 TEST_CASE("a process started with another ARENASTAT_SOCKET_DIR is told which (exit 3)", "[control][trust][threads]") {
   temp_dir sockets, theirs;
   const sleeper s({{"ARENASTAT_CONTROL", "1"}, {"ARENASTAT_SOCKET_DIR", theirs.path()}});

@@ -261,6 +261,12 @@ trusted_dir wait_for_socket(long pid, const std::string& dir_path, const expecte
                                         "ARENASTAT_SOCKET_DIR, so its socket is in " + shown_path(standard) +
                                         "; unset ARENASTAT_SOCKET_DIR in this shell"};
   }
+  if (naming::socket_path(dir_path, pid).size() > naming::max_socket_path()) {
+    throw failure{exit_unreachable, who + " has no control socket: its path " + path + " would be longer than " +
+                                        std::to_string(naming::max_socket_path()) +
+                                        " bytes (a Unix socket's limit), which its server refuses; restart it with a "
+                                        "shorter ARENASTAT_SOCKET_DIR"};
+  }
   const int wait_ms = std::min(timeout_ms, startup_wait_ms);
   const auto until = clock_type::now() + std::chrono::milliseconds(wait_ms);
   for (;;) {
