@@ -342,22 +342,29 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
       throw;
     }
   }
-  bool added;
+  // An upstream handing out a block in use, or one held back after its free,
+  // again is broken: the memory is that block's, not ours to give back.
+  const auto in_use = s.live.find(p);
+  const auto held = s.freed.find(p);
+  if (in_use != s.live.end() || held != s.freed.end()) {
+    if (scopes) credit_scopes(tag_, bytes);
+    const bool used = in_use != s.live.end();
+    const std::string message = s.header() + ": allocate(" + std::to_string(bytes) + ", " +
+                                std::to_string(alignment) + "): the upstream returned " + pointer_text(base) +
+                                " again while block #" +
+                                std::to_string(used ? in_use->second.serial : held->second.serial) +
+                                (used ? " there is in use" : " there is held back after its free") +
+                                " (a broken upstream)";
+    lock.unlock();
+    fail(message);
+  }
   try {
-    added = s.live.emplace(p, block{s.next_serial, bytes, alignment, front}).second;
+    s.live.emplace(p, block{s.next_serial, bytes, alignment, front});
   } catch (...) {
     if (scopes) credit_scopes(tag_, bytes);
     upstream_call below;
     s.upstream->deallocate(base, total, alignment);
     throw;
-  }
-  if (!added) {  // the upstream handed out a block in use again: not ours to give back
-    if (scopes) credit_scopes(tag_, bytes);
-    const std::string message = s.header() + ": allocate(" + std::to_string(bytes) + ", " +
-                                std::to_string(alignment) + "): the upstream returned " + pointer_text(base) + " again while block #" +
-                                std::to_string(s.live.at(p).serial) + " there is in use (a broken upstream)";
-    lock.unlock();
-    fail(message);
   }
   account_->on_allocate(bytes, tag_);
   std::memset(base, guard_fill, front);

@@ -165,6 +165,21 @@ TEST_CASE("a dropped client that sent a byte after its request line reads a rese
   CHECK(whole_error == 0);
 }
 
+TEST_CASE("a server that stops mid-answer leaves its client a reset, not the end of its answer",
+          "[control][connections][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  REQUIRE(t.command("entries 20000") == "done");
+  const int fd = silent_asker(socket_of(sockets, t), "stats --json\n\n");
+  REQUIRE(fd >= 0);
+  REQUIRE(answer_started(fd));
+  REQUIRE(t.command("serve 128") == "done");  // control::stop(), then a new server
+  const auto [got, error] = read_to_end(fd);
+  CHECK(got.rfind("k\n{", 0) == 0);
+  CHECK(error == ECONNRESET);
+  ::close(fd);
+}
+
 TEST_CASE("answers held for clients that do not read stay within max_answer_backlog",
           "[control][connections][threads]") {
   temp_dir sockets;

@@ -590,6 +590,13 @@ TEST_CASE("test_resource: an upstream handing out a block in use again is named,
   CHECK(r.misuses() == 1);
   CHECK(arenastat::account::get("testing/broken-upstream").live_bytes() == 8);
   r.deallocate(a, 8);
+  // Freed, #1 is held back (quarantine): the same address again is refused too.
+  CHECK_THROWS_WITH(r.allocate(8), "arenastat::test_resource 'testing/broken-upstream': allocate(8, " +
+                                       std::to_string(alignof(std::max_align_t)) + "): the upstream returned " +
+                                       ptr(broken.buffer) +
+                                       " again while block #1 there is held back after its free (a broken upstream)");
+  CHECK(r.blocks_in_use() == 0);
+  CHECK(r.misuses() == 2);
 }
 
 TEST_CASE("test_resource: a name with control characters is escaped in its messages", "[test_resource][misuse]") {

@@ -231,7 +231,14 @@ class server_loop {
       if (fds[1].revents != 0) accept_all();
       std::erase_if(clients_, [](const client& c) { return c.fd < 0; });  // closed to make room
     }
-    for (client& c : clients_) drain_and_close(c.fd);
+    // Stopping (control::stop(), at exit too): a client still being answered
+    // is dropped (its answer is cut short: it must not read an end of file),
+    // one still sending its request is closed in order.
+    for (client& c : clients_) {
+      if (c.fd < 0) continue;
+      if (c.writing) ::close(c.fd);
+      else drain_and_close(c.fd);
+    }
     clients_.clear();
   }
 

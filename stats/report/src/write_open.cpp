@@ -85,8 +85,9 @@ class walk {
       if (name == "." && !last) continue;
       int open_error = 0;  // why the last component could not be opened as a file
       if (last && name != "." && name != "..") {
-        const int fd = ::openat(dir_.get(), name.c_str(), (flags_ & ~O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, mode_);
-        if (fd >= 0) return checked_file(fd);
+        bool created = false;
+        const int fd = open_last(name, created);
+        if (fd >= 0) return created ? opened(fd) : checked_file(fd);
         // ELOOP: a link. Other errors may hide one too: in a sticky directory
         // the kernel refuses (EACCES) to create through another user's link
         // before O_NOFOLLOW is looked at. ENOENT and EEXIST say what they say.
@@ -145,6 +146,33 @@ class walk {
     // A link to "/" (no components) or one whose target ends in '/': a directory.
     if (last && (rest_.size() == before || text.back() == '/')) return EISDIR;
     return 0;
+  }
+
+  // Opens the file `name` in dir_ (O_NOFOLLOW): an existing one without
+  // O_CREAT first (with O_CREAT the kernel's fs.protected_regular, when on,
+  // refuses another user's file in a sticky directory with a bare EACCES
+  // before checked_file could name it), then, when there is none and O_CREAT
+  // was asked, a new one with O_EXCL (`created`: ours, nothing to check or
+  // truncate). A file made meanwhile by someone else is opened as existing.
+  // -1 with errno as openat sets it.
+  int open_last(const std::string& name, bool& created) {
+    const int plain = (flags_ & ~(O_TRUNC | O_CREAT | O_EXCL)) | O_NOFOLLOW | O_CLOEXEC;
+    if ((flags_ & O_EXCL) != 0) {  // a new file or nothing
+      const int fd = ::openat(dir_.get(), name.c_str(), plain | O_CREAT | O_EXCL, mode_);
+      created = fd >= 0;
+      return fd;
+    }
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const int fd = ::openat(dir_.get(), name.c_str(), plain, mode_);
+      if (fd >= 0 || errno != ENOENT || (flags_ & O_CREAT) == 0) return fd;
+      const int made = ::openat(dir_.get(), name.c_str(), plain | O_CREAT | O_EXCL, mode_);
+      if (made >= 0 || errno != EEXIST) {
+        created = made >= 0;
+        return made;
+      }
+    }
+    errno = EEXIST;
+    return -1;
   }
 
   // The file opened by the walk, without O_TRUNC: refused when it is another
