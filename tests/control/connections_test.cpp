@@ -36,6 +36,17 @@ bool answer_started(int fd, std::chrono::milliseconds limit = 10s) {
   return ::poll(&p, 1, static_cast<int>(limit.count())) == 1 && ::recv(fd, &c, 1, 0) == 1 && c == 'o';
 }
 
+// A client of `t` (given 20,000 entries first) that asks "stats --json" with
+// one byte more after the line, as the CLI does, and has taken the first byte
+// of its answer only.
+int reader_with_extra_byte(const temp_dir& sockets, target& t) {
+  REQUIRE(t.command("entries 20000") == "done");
+  const int fd = silent_asker(socket_of(sockets, t), "stats --json\n\n");
+  REQUIRE(fd >= 0);
+  REQUIRE(answer_started(fd));
+  return fd;
+}
+
 // Everything `fd` receives until the end of file (error 0) or an error (its
 // errno), 10 s at most.
 std::pair<std::string, int> read_to_end(int fd) {
@@ -139,11 +150,8 @@ TEST_CASE("a dropped client that sent a byte after its request line reads a rese
           "[control][connections][threads]") {
   temp_dir sockets;
   target t(sockets.path());
-  REQUIRE(t.command("entries 20000") == "done");
   // The byte after the LF stays unread; the stall time-out (2 s) drops the client.
-  const int fd = silent_asker(socket_of(sockets, t), "stats --json\n\n");
-  REQUIRE(fd >= 0);
-  REQUIRE(answer_started(fd));
+  const int fd = reader_with_extra_byte(sockets, t);
   const auto started = std::chrono::steady_clock::now();
   while (counter(sockets, t, "dropped") == 0 && std::chrono::steady_clock::now() - started < 8s) {
     std::this_thread::sleep_for(50ms);
@@ -169,10 +177,7 @@ TEST_CASE("a server that stops mid-answer leaves its client a reset, not the end
           "[control][connections][threads]") {
   temp_dir sockets;
   target t(sockets.path());
-  REQUIRE(t.command("entries 20000") == "done");
-  const int fd = silent_asker(socket_of(sockets, t), "stats --json\n\n");
-  REQUIRE(fd >= 0);
-  REQUIRE(answer_started(fd));
+  const int fd = reader_with_extra_byte(sockets, t);
   REQUIRE(t.command("serve 128") == "done");  // control::stop(), then a new server
   const auto [got, error] = read_to_end(fd);
   CHECK(got.rfind("k\n{", 0) == 0);
