@@ -131,10 +131,7 @@ void print_report_at_exit() noexcept {
       // A .prom file for the textfile collector: never half written, and
       // labelled with the program (the files of several programs share a
       // directory there).
-      metrics_options mo;
-      mo.depth = metrics_depth_from_env();
-      mo.program_label = detail::executable_name();
-      const std::string text = detail::render_metrics(*copy, proc, detail::table_figures_of(*copy), mo);
+      const std::string text = detail::render_metrics_from_env(*copy, proc, detail::executable_name());
       try {
         write_file_atomically(file, text);
       } catch (const std::system_error& e) {

@@ -372,6 +372,14 @@ std::string render_metrics(const table_copy& c, const process_info& proc, const 
 
 }  // namespace detail
 
+std::string detail::render_metrics_from_env(const table_copy& copy, const process_info& proc,
+                                            std::optional<std::string> program_label) {
+  metrics_options mo;
+  mo.depth = metrics_depth_from_env();
+  mo.program_label = std::move(program_label);
+  return render_metrics(copy, proc, table_figures_of(copy), mo);
+}
+
 std::string render_metrics(const std::vector<entry>& entries, const process_info& proc,
                            const table_figures& table, const metrics_options& options) {
   return detail::render_metrics(table_copy::of(entries), proc, table, options);

@@ -697,9 +697,7 @@ chunk_stream whole_text(std::string text) {
 chunk_stream stream_of(report_input in) {
   switch (in.options.format) {
     case report_format::prometheus: {  // every entry: -s, --sort, --top do not apply
-      metrics_options mo;
-      mo.depth = metrics_depth_from_env();
-      return whole_text(detail::render_metrics(*in.copy, in.process, detail::table_figures_of(*in.copy), mo));
+      return whole_text(detail::render_metrics_from_env(*in.copy, in.process));
     }
     case report_format::html: {
       std::vector<entry> entries(in.copy->size());

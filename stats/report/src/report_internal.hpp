@@ -1,6 +1,7 @@
 // Shared pieces of the report room used by the control commands. Not installed.
 #pragma once
 #include "arenastat/report.hpp"
+#include <optional>
 #include <memory>
 #include <vector>
 
@@ -20,6 +21,10 @@ void write_process_json(json_writer& w, const process_info& p, bool with_pid);
 table_figures table_figures_of(const table_copy& copy);
 std::string render_metrics(const table_copy& copy, const process_info& proc, const table_figures& table,
                            const metrics_options& options);
+// The exposition of a whole copy at ARENASTAT_METRICS_DEPTH (stats
+// --prometheus, the at-exit file), every sample labelled `program` when given.
+std::string render_metrics_from_env(const table_copy& copy, const process_info& proc,
+                                    std::optional<std::string> program_label = std::nullopt);
 
 // The copy a report of `options` needs: the scope entries -s and --top let
 // through, chosen on the locked table (every entry for --prometheus and --html).
