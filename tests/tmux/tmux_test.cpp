@@ -1,6 +1,7 @@
 // `arenastat <pid> top` in a real terminal: a private tmux server runs a shell,
 // the test types the command (send-keys) and reads the screen (capture-pane).
 // Without tmux these tests FAIL (scripts/setup.sh installs it). Label: tmux.
+#include <signal.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -93,10 +94,11 @@ std::string first_entry(const std::string& screen) {
 
 // Waits for top to end (the shell is the pane's foreground program again:
 // top leaves the alternate screen a moment before it exits), then asks the
-// shell for its terminal modes. Typing before top has ended would hand the
-// command to top, which reads up to 64 bytes at once and drops what follows
-// a 'q'.
-bool terminal_is_sane(tmux_session& t, const std::string& marker) {
+// shell for top's exit status (`status`: 0 after q, 128 + the signal that
+// ended the view) and its terminal modes. Typing before top has ended would
+// hand the command to top, which reads up to 64 bytes at once and drops what
+// follows a 'q'.
+bool terminal_is_sane(tmux_session& t, const std::string& marker, int status = 0) {
   bool ended = false;
   for (int i = 0; i < 400 && !ended; ++i) {
     ended = t.foreground() == "bash";
@@ -106,10 +108,11 @@ bool terminal_is_sane(tmux_session& t, const std::string& marker) {
     UNSCOPED_INFO("top did not end (" << marker << "), the pane runs " << t.foreground() << ":\n" << t.screen());
     return false;
   }
-  t.keys("stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' ' '; echo " + marker);
+  t.keys("s=$?; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' ' '; echo status-$s " + marker);
   t.key("Enter");
-  if (t.wait_for([&](const std::string& s) { return s.find("icanon echo " + marker) != std::string::npos; })) return true;
-  UNSCOPED_INFO("no 'icanon echo " << marker << "' from the shell:\n" << t.last());
+  const std::string expected = "icanon echo status-" + std::to_string(status) + " " + marker;
+  if (t.wait_for([&](const std::string& s) { return s.find(expected) != std::string::npos; })) return true;
+  UNSCOPED_INFO("no '" << expected << "' from the shell:\n" << t.last());
   return false;
 }
 
@@ -157,7 +160,7 @@ TEST_CASE("top: the live view shows the top entry, s changes the order, q and Ct
   REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
   t.key("C-c");
   CHECK(t.wait_for([](const std::string& s) { return s.find("GROWTH/s") == std::string::npos; }));
-  CHECK(terminal_is_sane(t, "after-ctrl-c"));
+  CHECK(terminal_is_sane(t, "after-ctrl-c", 128 + SIGINT));  // it ends by the signal, as without the view
 }
 
 TEST_CASE("top: SIGWINCH to a narrow short terminal re-lays it out with fewer rows and no bar", "[tmux]") {
@@ -245,7 +248,7 @@ TEST_CASE("top: Ctrl-C ends the view while its first refresh waits on a stopped 
   std::this_thread::sleep_for(1s);
   const auto start = std::chrono::steady_clock::now();
   t.key("C-c");
-  CHECK(terminal_is_sane(t, "after-ctrl-c-stalled"));
+  CHECK(terminal_is_sane(t, "after-ctrl-c-stalled", 128 + SIGINT));
   CHECK(std::chrono::steady_clock::now() - start < 8s);
   ::kill(app.pid(), SIGCONT);
 }
@@ -263,4 +266,22 @@ TEST_CASE("top: -n 2 ends the view by itself after its second refresh and restor
   CHECK(t.wait_for([](const std::string& s) { return s.find("top-ended-0") != std::string::npos; }));
   CHECK(t.last().find("GROWTH/s") == std::string::npos);
   CHECK(terminal_is_sane(t, "after-n"));
+}
+
+TEST_CASE("top: SIGTERM restores the shell and ends top by that signal (status 143)", "[tmux]") {
+  temp_dir dir;
+  target app(dir.path());
+  tmux_session t;
+  t.keys("ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3");
+  t.key("Enter");
+  REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
+  // top is the shell's only child.
+  std::string shell = sh(t.tmux() + " display-message -p -t top '#{pane_pid}'");
+  std::string child = sh("pgrep -P " + shell);
+  while (!child.empty() && child.back() == '\n') child.pop_back();
+  INFO("the shell's children: '" << child << "'");
+  REQUIRE(!child.empty());
+  REQUIRE(child.find('\n') == std::string::npos);
+  REQUIRE(::kill(static_cast<pid_t>(std::stol(child)), SIGTERM) == 0);
+  CHECK(terminal_is_sane(t, "after-sigterm", 128 + SIGTERM));
 }

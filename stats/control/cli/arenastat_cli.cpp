@@ -136,7 +136,7 @@ void print_usage() {
       "owner of the process; the directory and socket must belong to that uid and be closed to others.\n"
       "Exit status: 0 done, 1 the process answered with an error, 2 usage error,\n"
       "3 the process cannot be reached, 4 refused (a trust rule failed), 5 busy,\n"
-      "6 the answer could not be written.\n";
+      "6 the answer could not be written; top's view ended by a signal ends by that signal.\n";
   write_stdout(out);
 }
 

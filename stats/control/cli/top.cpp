@@ -345,15 +345,34 @@ int run_batch(long pid, const top_options& o, sampler& s) {
 // ------------------------------------------------------------------ terminal
 
 volatile sig_atomic_t got_winch = 0;
-volatile sig_atomic_t got_stop = 0;
+volatile sig_atomic_t got_stop = 0;  // the signal that ended the view (SIGINT, SIGTERM, SIGHUP)
 int wake_pipe[2] = {-1, -1};
 
 void on_signal(int sig) {
   if (sig == SIGWINCH) got_winch = 1;
-  else got_stop = 1;
+  else got_stop = sig;
   const int saved = errno;
   if (wake_pipe[1] >= 0) [[maybe_unused]] const ssize_t n = ::write(wake_pipe[1], "x", 1);
   errno = saved;
+}
+
+// A view ended by SIGINT, SIGTERM or SIGHUP, once the terminal is restored:
+// the process ends by that signal, as it would have without the view, so a
+// shell's loop or a supervisor sees it (status 130, 143, 129 in a shell)
+// rather than a success (should the signal not end it, the status is
+// 128 + the signal all the same).
+[[noreturn]] void die_of_signal(int sig) {
+  std::fflush(nullptr);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ::sigaction(sig, &dfl, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, sig);
+  ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  ::raise(sig);
+  std::_Exit(128 + sig);
 }
 
 // Raw keys, alternate screen, hidden cursor, signal handlers; all undone by the destructor.
@@ -600,7 +619,9 @@ int run_top(long pid, const std::vector<std::string>& args, const ask_fn& ask) {
   if (!o.batch && (!::isatty(STDOUT_FILENO) || !::isatty(STDIN_FILENO))) o.batch = true;
   sampler s(ask);
   if (o.batch) return run_batch(pid, o, s);
-  return run_terminal(pid, o, s);
+  const int status = run_terminal(pid, o, s);  // the terminal and the signal handlers are restored
+  if (got_stop != 0) die_of_signal(got_stop);
+  return status;
 }
 
 }  // namespace arenastat::cli
