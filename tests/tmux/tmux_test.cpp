@@ -285,3 +285,45 @@ TEST_CASE("top: SIGTERM restores the shell and ends top by that signal (status 1
   REQUIRE(::kill(static_cast<pid_t>(std::stol(child)), SIGTERM) == 0);
   CHECK(terminal_is_sane(t, "after-sigterm", 128 + SIGTERM));
 }
+
+TEST_CASE("top: a refresh without an answer for a second says so on the title line, until the answer comes", "[tmux]") {
+  temp_dir dir;
+  target app(dir.path());
+  tmux_session t;
+  t.keys(top_with_long_timeout(dir, app));
+  t.key("Enter");
+  REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
+  CHECK(t.last().find("[no answer") == std::string::npos);
+  REQUIRE(::kill(app.pid(), SIGSTOP) == 0);  // its server answers nothing more
+  // The last rows stay, under a title that counts the seconds waited.
+  const bool marked = t.wait_for([](const std::string& s) {
+    return s.rfind("[no answer for 2 s] arenastat top - pid ", 0) == 0 && first_entry(s) == "cache/items";
+  });
+  ::kill(app.pid(), SIGCONT);
+  INFO(t.last());
+  CHECK(marked);
+  // Answered again: the mark goes with the next screen.
+  CHECK(t.wait_for([](const std::string& s) {
+    return s.rfind("arenastat top - pid ", 0) == 0 && first_entry(s) == "cache/items";
+  }));
+  t.keys("q");
+  CHECK(terminal_is_sane(t, "after-stall-ended"));
+}
+
+TEST_CASE("top: a first refresh without an answer shows the title with the seconds waited", "[tmux]") {
+  temp_dir dir;
+  target app(dir.path());
+  REQUIRE(::kill(app.pid(), SIGSTOP) == 0);
+  tmux_session t;
+  t.keys(top_with_long_timeout(dir, app));
+  t.key("Enter");
+  const bool marked = t.wait_for([&](const std::string& s) {
+    return s.rfind("[no answer for 1 s] arenastat top - pid " + app.pid_text(), 0) == 0;
+  });
+  INFO(t.last());
+  CHECK(marked);
+  CHECK(t.last().find("VmRSS") == std::string::npos);  // nothing under the title yet
+  t.keys("q");
+  CHECK(terminal_is_sane(t, "after-first-stall"));
+  ::kill(app.pid(), SIGCONT);
+}

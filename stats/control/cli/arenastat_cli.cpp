@@ -291,20 +291,27 @@ void stop_if_asked(const interruption& watch) {
 
 // Waits until `fd` is ready for `events` (true) or `deadline` passes (false),
 // asking `watch` whenever one of its descriptors is readable or a signal
-// interrupts the wait.
+// interrupts the wait, and calling its `idle` after each `idle_every` of it.
 bool wait_ready(int fd, short events, clock_type::time_point deadline, const interruption& watch) {
   std::vector<pollfd> fds{{fd, events, 0}};
   for (const int w : watch.fds) fds.push_back({w, POLLIN, 0});
+  const bool ticks = watch.idle && watch.idle_every.count() > 0;
+  auto next_idle = clock_type::now() + watch.idle_every;
   for (;;) {
     const int left = remaining_ms(deadline);
     if (left == 0) return false;
+    const int wait = ticks ? std::min(left, remaining_ms(next_idle)) : left;
     for (pollfd& p : fds) p.revents = 0;
-    const int r = ::poll(fds.data(), fds.size(), left);
+    const int r = ::poll(fds.data(), fds.size(), wait);
     if (r < 0 && errno != EINTR) return true;  // let the caller's send or recv say what is wrong
     if (r < 0 || std::any_of(fds.begin() + 1, fds.end(), [](const pollfd& p) { return p.revents != 0; })) {
       stop_if_asked(watch);
     }
     if (r > 0 && fds[0].revents != 0) return true;
+    if (ticks && clock_type::now() >= next_idle) {
+      watch.idle();
+      next_idle = clock_type::now() + watch.idle_every;
+    }
   }
 }
 

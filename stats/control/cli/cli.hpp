@@ -1,5 +1,6 @@
 // Shared by the files of the `arenastat` CLI (arenastat_cli.cpp, html.cpp, top.cpp).
 #pragma once
+#include <chrono>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -16,9 +17,13 @@ namespace arenastat::cli {
 // of `fds` is readable, or a signal interrupts the wait, `stop()` is asked
 // (it must consume what made the descriptor readable) and the request gives
 // up with `interrupted` when it says so. Empty: nothing is watched.
+// While nothing happens for `idle_every`, `idle()` is called (top: marks its
+// screen as waiting), again after each further `idle_every`.
 struct interruption {
   std::vector<int> fds;
   std::function<bool()> stop;
+  std::function<void()> idle;
+  std::chrono::milliseconds idle_every{1000};
 };
 
 // Thrown by a request that gave up because interruption::stop() said so.

@@ -500,14 +500,18 @@ std::string limit_mark_in_red(const std::string& shown) {
   return shown.substr(0, limit_column) + "\x1b[31;1m!\x1b[0m" + shown.substr(limit_column + 1);
 }
 
+// `waiting_s`: seconds the refresh under way has waited for its answer (0:
+// none is late), shown first on the title line.
 std::string screen(long pid, const std::string& program, const top_options& o, order sort, bool paused,
-                   const frame& f, int width, int height) {
+                   long waiting_s, const frame& f, int width, int height) {
   std::vector<std::string> lines;
   char delay[32];
   std::snprintf(delay, sizeof delay, "%g", o.delay_s);
-  // "[paused]" first: a narrow terminal cuts the end of the line.
-  lines.push_back(fit(std::string(paused ? "[paused] " : "") + "arenastat top - pid " + std::to_string(pid) + " " +
-                          program + "  " + f.time + "  every " + delay + " s  sort " + order_name(sort),
+  // The marks first: a narrow terminal cuts the end of the line.
+  const std::string marks = (waiting_s > 0 ? "[no answer for " + std::to_string(waiting_s) + " s] " : std::string()) +
+                            (paused ? "[paused] " : "");
+  lines.push_back(fit(marks + "arenastat top - pid " + std::to_string(pid) + " " + program + "  " + f.time +
+                          "  every " + delay + " s  sort " + order_name(sort),
                       width));
   lines.push_back(fit(process_line(f, true), width));
   lines.push_back(fit("keys: q quit  s sort (live, peak, growth)  p pause    L: ! = hit its memory limit", width));
@@ -577,10 +581,22 @@ int run_terminal(long pid, const top_options& o, sampler& s) {
   terminal term;
   const std::string program = escape_for_terminal(naming::program_of(pid), false);
   view_state v{.sort = o.sort};
-  // A refresh waiting on a stalled target still takes keys and signals.
-  const interruption watch{.fds = {STDIN_FILENO, wake_pipe[0]}, .stop = [&] { return handle_input(v, 0); }};
   frame last;
   bool have = false;
+  auto asked = std::chrono::steady_clock::now();  // when the refresh under way was asked for
+  // A refresh waiting on a stalled target still takes keys and signals, and
+  // after a second without an answer the screen says so, every second.
+  const auto show_waiting = [&] {
+    const long waited = static_cast<long>(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - asked).count());
+    auto [width, height] = terminal::size();
+    // Before the first answer there is nothing to show under the title.
+    terminal::put(screen(pid, program, o, v.sort, v.paused, std::max(1L, waited), last, width, have ? height : 1));
+  };
+  const interruption watch{.fds = {STDIN_FILENO, wake_pipe[0]},
+                           .stop = [&] { return handle_input(v, 0); },
+                           .idle = show_waiting,
+                           .idle_every = std::chrono::milliseconds(1000)};
   long refreshes = 0;  // -n N: the view ends when the N-th refresh has been shown for one delay
   for (;;) {
     auto [width, height] = terminal::size();
@@ -590,6 +606,7 @@ int run_terminal(long pid, const top_options& o, sampler& s) {
       if (timed && o.iterations && refreshes >= *o.iterations) return exit_ok;
       v.force = false;
       if (timed) ++refreshes;
+      asked = std::chrono::steady_clock::now();
       try {
         last = s.sample(v.sort, o.rows ? std::min<std::size_t>(rows, static_cast<std::size_t>(*o.rows)) : rows, watch);
       } catch (const interrupted&) {
@@ -599,7 +616,7 @@ int run_terminal(long pid, const top_options& o, sampler& s) {
       v.next = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<long>(o.delay_s * 1e6));
     }
     // A sort changed during the refresh: fetch again before drawing.
-    if (have && !v.force) terminal::put(screen(pid, program, o, v.sort, v.paused, last, width, height));
+    if (have && !v.force) terminal::put(screen(pid, program, o, v.sort, v.paused, 0, last, width, height));
     // Wait for a key, a signal or the next refresh.
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(v.next - std::chrono::steady_clock::now()).count();
