@@ -43,6 +43,30 @@ TEST_CASE("escape_text escapes C1 controls, line separators and bidi overrides",
   CHECK(escape_text("\xe2\x81\xa6" "x") == "\\xe2\\x81\\xa6x");     // U+2066
 }
 
+TEST_CASE("escape_text escapes the marks and characters that print as nothing", "[names]") {
+  CHECK(escape_text("a\xe2\x80\x8b" "b") == "a\\xe2\\x80\\x8bb");  // U+200B zero width space
+  CHECK(escape_text("\xe2\x80\x8e" "x") == "\\xe2\\x80\\x8ex");    // U+200E left-to-right mark
+  CHECK(escape_text("\xe2\x80\x8f" "x") == "\\xe2\\x80\\x8fx");    // U+200F right-to-left mark
+  CHECK(escape_text("\xd8\x9c" "x") == "\\xd8\\x9cx");                // U+061C Arabic letter mark
+  CHECK(escape_text("\xe2\x81\xa0" "x") == "\\xe2\\x81\\xa0x");    // U+2060 word joiner
+  CHECK(escape_text("\xe2\x81\xa4" "x") == "\\xe2\\x81\\xa4x");    // U+2064, the last invisible operator
+  CHECK(escape_text("\xef\xbb\xbf" "5") == "\\xef\\xbb\\xbf5");    // U+FEFF byte order mark
+}
+
+TEST_CASE("escape_text keeps joiners, the no-break space and neighbours of the escaped ranges", "[names]") {
+  const std::string kept[] = {
+      "\xe2\x80\x8c",      // U+200C zero width non-joiner (Persian, Indic scripts)
+      "\xe2\x80\x8d",      // U+200D zero width joiner (emoji sequences)
+      "\xc2\xa0",          // U+00A0 no-break space (it prints as a space)
+      "\xe2\x80\x8a",      // U+200A hair space, before U+200B
+      "\xe2\x81\xa5",      // U+2065, unassigned, between the two ranges
+      "\xef\xbb\xbe",      // U+FEFE, before U+FEFF
+      "\xd8\x9b",          // U+061B Arabic semicolon, before U+061C
+      "\xf0\x9f\x98\x80",  // U+1F600, a four-byte sequence
+  };
+  for (const std::string& s : kept) CHECK(escape_text(s) == s);
+}
+
 TEST_CASE("the JSON writer is compact and escapes what JSON requires", "[names][json]") {
   std::string out;
   arenastat::detail::json_writer w(out);

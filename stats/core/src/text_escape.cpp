@@ -33,13 +33,25 @@ void hex_byte(std::string& out, unsigned char c) {
   out += digits[c & 15];
 }
 
-// A well-formed sequence that a terminal may act on rather than print.
+// The code point of a well-formed sequence (utf8_sequence said so).
+char32_t code_point(std::string_view seq) noexcept {
+  const auto b = [&](std::size_t i) { return static_cast<char32_t>(static_cast<unsigned char>(seq[i])); };
+  if (seq.size() == 2) return (b(0) & 0x1f) << 6 | (b(1) & 0x3f);
+  if (seq.size() == 3) return (b(0) & 0x0f) << 12 | (b(1) & 0x3f) << 6 | (b(2) & 0x3f);
+  return (b(0) & 0x07) << 18 | (b(1) & 0x3f) << 12 | (b(2) & 0x3f) << 6 | (b(3) & 0x3f);
+}
+
+// A well-formed sequence that a terminal may act on rather than print, or
+// that prints as nothing (so two names that differ by it would look the same).
 bool forging_sequence(std::string_view seq) noexcept {
-  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(seq[i]); };
-  if (seq.size() == 2) return b(0) == 0xc2 && b(1) <= 0x9f;  // C1 controls
-  if (seq.size() == 3 && b(0) == 0xe2 && b(1) == 0x80) return b(2) >= 0xa8 && b(2) <= 0xae;  // U+2028-U+202E
-  if (seq.size() == 3 && b(0) == 0xe2 && b(1) == 0x81) return b(2) >= 0xa6 && b(2) <= 0xa9;  // U+2066-U+2069
-  return false;
+  const char32_t c = code_point(seq);
+  return (c >= 0x80 && c <= 0x9f)                      // C1 controls
+         || c == 0x061c                                 // Arabic letter mark
+         || c == 0x200b || c == 0x200e || c == 0x200f  // zero width space, left-to-right and right-to-left marks
+         || (c >= 0x2028 && c <= 0x202e)                // line and paragraph separators, bidirectional controls
+         || (c >= 0x2060 && c <= 0x2064)                // word joiner, invisible operators
+         || (c >= 0x2066 && c <= 0x2069)                // bidirectional isolates
+         || c == 0xfeff;                                // zero width no-break space (byte order mark)
 }
 
 }  // namespace

@@ -26,8 +26,10 @@ namespace arenastat::detail {
 // `text` with each byte that could forge output written as \xHH:
 //   - C0 controls (0x00-0x1f) and DEL (0x7f);
 //   - the bytes of C1 controls (U+0080-U+009F), line and paragraph
-//     separators (U+2028, U+2029) and bidirectional controls (U+202A-U+202E,
-//     U+2066-U+2069);
+//     separators (U+2028, U+2029), bidirectional controls (U+202A-U+202E,
+//     U+2066-U+2069, the marks U+200E, U+200F and U+061C) and characters
+//     that print as nothing (U+200B, U+2060-U+2064, U+FEFF: two names that
+//     differ by one would look the same);
 //   - every byte that is not part of well-formed UTF-8 (bad lead, truncated,
 //     overlong, surrogate, above U+10FFFF);
 // and a backslash as \\ (so the escapes above are unambiguous). Everything

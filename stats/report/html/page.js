@@ -41,8 +41,8 @@
     return m && key in m ? m[key] : String(holder[key]);
   }
   // A name as the text reports write it (docs/report.md, "Names in output"):
-  // C0 controls, DEL, C1 controls, U+2028/9 and the bidirectional controls
-  // as \xHH of their UTF-8 bytes, a backslash as \\, and a byte outside UTF-8
+  // C0 controls, DEL, C1 controls, U+2028/9, the bidirectional controls and
+  // marks, and the characters that print as nothing, as \xHH of their UTF-8 bytes, a backslash as \\, and a byte outside UTF-8
   // (which the JSON marks as U+FFFD and two hex digits) as \xHH. So a name
   // cannot add lines to a tooltip or reorder the text around it.
   function shown(name) {
@@ -59,9 +59,11 @@
       if (c === 0x5c) out += '\\\\';
       else if (c < 0x20 || c === 0x7f) out += '\\x' + (c < 16 ? '0' : '') + c.toString(16);
       else if (c >= 0x80 && c <= 0x9f) out += '\\xc2\\x' + c.toString(16);
-      else if (c === 0x2028 || c === 0x2029 || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069)) {
-        var b2 = 0x80 | ((c >> 6) & 0x3f), b3 = 0x80 | (c & 0x3f);
-        out += '\\xe2\\x' + b2.toString(16) + '\\x' + b3.toString(16);
+      else if (c === 0x061c) out += '\\xd8\\x9c';
+      else if (c === 0x200b || c === 0x200e || c === 0x200f || (c >= 0x2028 && c <= 0x202e) ||
+               (c >= 0x2060 && c <= 0x2064) || (c >= 0x2066 && c <= 0x2069) || c === 0xfeff) {
+        var b1 = 0xe0 | (c >> 12), b2 = 0x80 | ((c >> 6) & 0x3f), b3 = 0x80 | (c & 0x3f);
+        out += '\\x' + b1.toString(16) + '\\x' + b2.toString(16) + '\\x' + b3.toString(16);
       } else out += name.charAt(i);
     }
     return out;
