@@ -25,6 +25,9 @@
 #include <string_view>
 #include <vector>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "args.hpp"
 #include "json_writer.hpp"
 #include "text_escape.hpp"
@@ -162,6 +165,13 @@ trace_source check_trace(std::string_view spec) {
          "zipf-phase, scan, recency)");
   if (rest.empty()) fail("bad trace '" + std::string(spec) + "': no path after '" + head + ":'");
   t.path = std::string(rest);
+  // A file that cannot be read is said before the first trace is simulated
+  // (without opening it: a FIFO's writer would lose its reader).
+  if (::faccessat(AT_FDCWD, t.path.c_str(), R_OK, AT_EACCESS) != 0) {
+    std::fprintf(stderr, "%.*s: cannot open '%s': %s\n", static_cast<int>(program.size()), program.data(),
+                 shown(t.path).c_str(), std::strerror(errno));
+    std::exit(1);
+  }
   return t;
 }
 
@@ -305,6 +315,15 @@ bool written(std::FILE* f, std::string_view what) {
   return false;
 }
 
+// What the run is doing, for the message when memory runs out, and whether
+// a table row is half written on `table` (the message then starts a line).
+struct progress {
+  std::string work = "reading the command line";
+  bool mid_row = false;
+  std::FILE* table = stdout;
+};
+progress now;
+
 int run(int argc, char** argv) {
   const command_line c = parse_command_line(argc, argv);
   if (c.help) {
@@ -314,8 +333,10 @@ int run(int argc, char** argv) {
   bool lru_differs = false;
   std::vector<row> rows;
   std::FILE* table = c.json ? stderr : stdout;
+  now.table = table;
   for (const job& j : c.jobs) {
     trace t;
+    now.work = "reading the trace '" + j.source.spec + "' (--max-requests=N reads fewer of its requests)";
     try {
       t = load(j.source, j.options);
     } catch (const sim::trace_error& e) {
@@ -335,8 +356,11 @@ int run(int argc, char** argv) {
     std::fprintf(table, "\n");
     for (const std::size_t n : j.sizes) {
       std::fprintf(table, "%10zu", n);
+      now.mid_row = true;
       std::uint64_t lru_hits = UINT64_MAX, ref_hits = UINT64_MAX;
       for (const auto* p : j.policies) {
+        now.work = "running " + std::string(p->name) + " at size " + std::to_string(n) + " on '" + t.name +
+                   "' (a policy's state grows with the size: smaller --sizes need less)";
         const std::uint64_t hits = p->run(t, n, next);
         if (p->name == "lru") lru_hits = hits;
         if (p->name == "ref_lru") ref_hits = hits;
@@ -345,6 +369,7 @@ int run(int argc, char** argv) {
         std::fflush(table);
       }
       std::fprintf(table, "\n");
+      now.mid_row = false;
       if (c.check_lru && lru_hits != ref_hits) {
         std::fprintf(stderr, "cache_sim: %s size %zu: lru hits %llu, ref_lru hits %llu\n", shown(t.name).c_str(), n,
                      static_cast<unsigned long long>(lru_hits), static_cast<unsigned long long>(ref_hits));
@@ -381,9 +406,15 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::bad_alloc&) {
-    // A trace or its replay too large for this machine's memory.
-    std::fprintf(stderr, "%.*s: out of memory (--max-requests=N reads fewer requests of each trace)\n",
-                 static_cast<int>(program.size()), program.data());
+    // A trace or its replay too large for this machine's memory: the row
+    // under way is left unfinished on a line of its own, and the message
+    // says what was running.
+    if (now.mid_row) {
+      std::fprintf(now.table, " (out of memory)\n");
+      std::fflush(now.table);
+    }
+    std::fprintf(stderr, "%.*s: out of memory while %s\n", static_cast<int>(program.size()), program.data(),
+                 shown(now.work).c_str());
     return 1;
   }
 }

@@ -6,7 +6,11 @@
 //   lirs   one block number per line; lines starting with '*' are separators
 //          (skipped), as in the LIRS trace suite (Jiang and Zhang).
 //   plain  libCacheSim's plain-text trace: one object id per line; a decimal
-//          id is the key, any other text is hashed (64-bit FNV-1a).
+//          id is a number (007 and 7 are one key), any other text is a key of
+//          its own, compared as text (never equal to a number: "abc" is not
+//          the number its hash would be). A line holding a carriage return
+//          (a file with CR line ends) or a NUL (UTF-16, binary data) is an
+//          error.
 //   csv    one request per line, the key in column csv_column (1-based) of
 //          fields separated by csv_delimiter; csv_header skips the first line.
 //          Keys as for plain.
@@ -29,6 +33,7 @@
 #include <string_view>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <unordered_map>
@@ -62,23 +67,48 @@ inline constexpr std::size_t max_trace_requests = 1'000'000'000;
 class trace_builder {
  public:
   explicit trace_builder(std::string name) { t_.name = std::move(name); }
+  // A numeric key.
   void add(std::uint64_t key) {
-    if (t_.keys.size() == max_trace_requests)
-      throw trace_error(t_.name + ": more than " + std::to_string(max_trace_requests) +
-                        " requests (--max-requests=N reads the first N)");
+    room();
     const auto [it, fresh] = ids_.try_emplace(key, t_.distinct);
-    if (fresh) {
-      if (t_.distinct == UINT32_MAX) throw trace_error(t_.name + ": more than 4294967295 distinct keys");
-      ++t_.distinct;
-    }
-    t_.keys.push_back(it->second);
+    push(it->second, fresh);
+  }
+  // A key read as text: a decimal number is that number (add), other text a
+  // key of its own, compared as text.
+  void add_text(std::string_view text) {
+    std::uint64_t v = 0;
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (!text.empty() && ec == std::errc{} && p == text.data() + text.size()) return add(v);
+    room();
+    auto it = text_ids_.find(text);
+    const bool fresh = it == text_ids_.end();
+    if (fresh) it = text_ids_.emplace(std::string(text), t_.distinct).first;
+    push(it->second, fresh);
   }
   std::size_t size() const noexcept { return t_.keys.size(); }
   trace take() && { return std::move(t_); }
 
  private:
+  void room() const {
+    if (t_.keys.size() == max_trace_requests)
+      throw trace_error(t_.name + ": more than " + std::to_string(max_trace_requests) +
+                        " requests (--max-requests=N reads the first N)");
+  }
+  void push(std::uint32_t id, bool fresh) {
+    if (fresh) {
+      if (t_.distinct == UINT32_MAX) throw trace_error(t_.name + ": more than 4294967295 distinct keys");
+      ++t_.distinct;
+    }
+    t_.keys.push_back(id);
+  }
+  struct text_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+
   trace t_;
   std::unordered_map<std::uint64_t, std::uint32_t> ids_;
+  std::unordered_map<std::string, std::uint32_t, text_hash, std::equal_to<>> text_ids_;
 };
 
 enum class trace_format { lirs, plain, csv, arc, longs };
@@ -118,18 +148,6 @@ inline bool parse_u64(std::string_view s, std::uint64_t& v) {
   return !s.empty() && ec == std::errc{} && p == s.data() + s.size();
 }
 
-inline std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
-// A decimal id is the key; other text is hashed.
-inline std::uint64_t key_of_text(std::string_view s) {
-  std::uint64_t v = 0;
-  return parse_u64(s, v) ? v : fnv1a(s);
-}
-
 // A file, or a decompressor's output for .gz / .xz.
 class input {
  public:
@@ -146,6 +164,7 @@ class input {
     // its name: a FIFO's writer is not taken away by a second open, and no
     // shell sees the path.
     tool_ = tool;
+    refuse_zip(f, path);
     int out[2];
     if (::pipe2(out, O_CLOEXEC) != 0) {
       const int err = errno;
@@ -227,6 +246,19 @@ class input {
   }
 
  private:
+  // gzip reads a zip archive's first member only and calls the rest a
+  // warning (status 2, taken as success below for trailing garbage): a
+  // regular file named .gz that starts as a zip archive is refused, before
+  // any of it is read (a FIFO cannot be looked at without taking its bytes).
+  static void refuse_zip(std::FILE* f, const std::string& path) {
+    struct stat st {};
+    char head[4];
+    if (::fstat(::fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || ::pread(::fileno(f), head, 4, 0) != 4) return;
+    if (std::string_view(head, 4) != std::string_view("PK\x03\x04", 4)) return;
+    std::fclose(f);
+    throw trace_error(path + ": a zip archive, not gzip data (gzip would read its first member only; unzip it and "
+                             "give the member)");
+  }
   // Waits for the tool; its wait status, -1 when it cannot be had.
   int reap() noexcept {
     int status = 0;
@@ -293,7 +325,8 @@ class line_reader {
     if (!sniffed_) refuse_compressed();
   }
   // Compressed bytes read as text would be keys (plain, csv) with no error:
-  // a compressed file not named .gz or .xz is refused by its magic number.
+  // a compressed file not named .gz or .xz is refused by its magic number,
+  // and UTF-16 text by its byte order mark.
   void refuse_compressed() {
     sniffed_ = true;
     const std::string_view head(buf_.data(), end_);
@@ -304,6 +337,8 @@ class line_reader {
     if (head.starts_with("\x28\xB5\x2F\xFD")) refuse("zstd-compressed data (decompress it first)");
     if (head.size() >= 10 && head.starts_with("BZh") && head.substr(4, 6) == "1AY&SY")
       refuse("bzip2-compressed data (decompress it first)");
+    if (head.starts_with("\xFF\xFE") || head.starts_with("\xFE\xFF"))
+      refuse("UTF-16 text (keys are read as ASCII or UTF-8: convert it, e.g. with iconv -f UTF-16 -t UTF-8)");
   }
   std::FILE* f_;
   std::string path_;
@@ -361,6 +396,17 @@ inline csv_status csv_field(std::string_view line, unsigned column, char delimit
   }
 }
 
+// A line of a text trace holding a carriage return (left inside the line by
+// a file whose lines end in CR alone) or a NUL (UTF-16 without a byte order
+// mark, binary data): read as keys, it would be a wrong trace, not an error.
+inline void refuse_not_text(const line_reader& lines, std::string_view line) {
+  if (line.find('\r') != std::string_view::npos)
+    lines.fail("a carriage return inside the line (lines end with LF or CRLF; a file with CR line ends must be "
+               "converted first)");
+  if (line.find('\0') != std::string_view::npos)
+    lines.fail("a NUL byte in the line (UTF-16 text or binary data? keys are read as ASCII or UTF-8 text)");
+}
+
 inline std::string quote(std::string_view s) {
   if (s.size() > 40) return "'" + std::string(s.substr(0, 40)) + "...'";
   return "'" + std::string(s) + "'";
@@ -408,22 +454,25 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
         break;
       }
       case trace_format::plain:
-        if (!line.empty()) b.add(detail::key_of_text(line));
+        if (line.empty()) break;
+        detail::refuse_not_text(lines, line);
+        b.add_text(line);
         break;
       case trace_format::csv: {
         if (line.empty()) break;
+        detail::refuse_not_text(lines, raw);
         // Split the line as read, not trimmed: with a tab or space delimiter,
         // trimming would drop an empty first field and shift every column.
         std::string_view f;
         switch (detail::csv_field(raw, opt.csv_column, opt.csv_delimiter, scratch, f)) {
           case detail::csv_status::ok: break;
           case detail::csv_status::missing:
-            lines.fail("no field " + std::to_string(opt.csv_column) + " in " + detail::quote(line));
-          case detail::csv_status::unclosed_quote: lines.fail("no closing '\"' in " + detail::quote(line));
-          case detail::csv_status::text_after_quote: lines.fail("text after a closing '\"' in " + detail::quote(line));
+            lines.fail("no field " + std::to_string(opt.csv_column) + " in " + detail::quote(raw));
+          case detail::csv_status::unclosed_quote: lines.fail("no closing '\"' in " + detail::quote(raw));
+          case detail::csv_status::text_after_quote: lines.fail("text after a closing '\"' in " + detail::quote(raw));
         }
-        if (f.empty()) lines.fail("empty field " + std::to_string(opt.csv_column) + " in " + detail::quote(line));
-        b.add(detail::key_of_text(f));
+        if (f.empty()) lines.fail("empty field " + std::to_string(opt.csv_column) + " in " + detail::quote(raw));
+        b.add_text(f);
         break;
       }
       case trace_format::arc: {

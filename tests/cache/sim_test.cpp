@@ -520,3 +520,45 @@ TEST_CASE("sim: cache_sim --check-lru refuses policies without lru and ref_lru",
   CHECK_THAT(after, Catch::StartsWith("cache_sim: --check-lru compares lru with ref_lru"));
 }
 #endif
+
+TEST_CASE("sim: a text key is never the same key as a number, whatever its hash", "[cache][sim]") {
+  // 16654208175385433931 is the 64-bit FNV-1a hash of "abc": keys once
+  // hashed text into the numbers' space, so these two lines were one key.
+  const std::string mixed = "abc\n16654208175385433931\nabc\n7\n007\n";
+  const trace plain = sim::read_trace(sim::trace_format::plain, write_file("mixed.txt", mixed));
+  CHECK(plain.keys == std::vector<std::uint32_t>{0, 1, 0, 2, 2});  // 007 is the number 7
+  CHECK(plain.distinct == 3);
+  const trace csv = sim::read_trace(sim::trace_format::csv, write_file("mixed.csv", "x,abc\nx,16654208175385433931\n"),
+                                    {.csv_column = 2});
+  CHECK(csv.keys == std::vector<std::uint32_t>{0, 1});
+}
+
+TEST_CASE("sim: a zip archive named .gz is refused (gzip would read its first member only)", "[cache][sim]") {
+  const std::string zip = write_file("two.gz", std::string("PK\x03\x04\x14\x00\x00\x00", 8) + "rest of the archive");
+  CHECK(error_of(sim::trace_format::plain, zip) ==
+        zip + ": a zip archive, not gzip data (gzip would read its first member only; unzip it and give the member)");
+}
+
+TEST_CASE("sim: CR line ends, NUL bytes and UTF-16 are refused in text traces, not read as other keys", "[cache][sim]") {
+  const std::string cr = write_file("cr.txt", "A\rB\rA\r");
+  CHECK(error_of(sim::trace_format::plain, cr) ==
+        cr + ":1: a carriage return inside the line (lines end with LF or CRLF; a file with CR line ends must be "
+             "converted first)");
+  const std::string cr_csv = write_file("cr.csv", "1,A\r2,B\r");
+  CHECK(error_of(sim::trace_format::csv, cr_csv, {.csv_column = 2}).starts_with(cr_csv + ":1: a carriage return"));
+  const std::string nul = write_file("nul.txt", std::string("1\n2\0\n", 5));
+  CHECK(error_of(sim::trace_format::plain, nul) ==
+        nul + ":2: a NUL byte in the line (UTF-16 text or binary data? keys are read as ASCII or UTF-8 text)");
+  const std::string utf16 = write_file("u16.txt", std::string("\xFF\xFE" "1\0\n\0", 6));
+  CHECK(error_of(sim::trace_format::plain, utf16) ==
+        utf16 + ":1: UTF-16 text (keys are read as ASCII or UTF-8: convert it, e.g. with iconv -f UTF-16 -t UTF-8)");
+  // CRLF is still a line end.
+  CHECK(sim::read_trace(sim::trace_format::plain, write_file("crlf.txt", "A\r\nB\r\nA\r\n")).keys ==
+        std::vector<std::uint32_t>{0, 1, 0});
+}
+
+TEST_CASE("sim: a csv error quotes the line as read, with the delimiter that made the field empty", "[cache][sim]") {
+  const std::string tab = write_file("tab.csv", "\t5\n");
+  CHECK(error_of(sim::trace_format::csv, tab, {.csv_column = 1, .csv_delimiter = '\t'}) ==
+        tab + ":1: empty field 1 in '\t5'");
+}
