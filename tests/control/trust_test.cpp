@@ -168,9 +168,10 @@ TEST_CASE("an answer cut short by a dropped connection is an error (exit 3), nev
   CHECK(r.out.empty());
   const std::size_t got = std::string("ok\n{\"entries\":[").size();  // the answer before the drop
   CHECK(r.err == "arenastat: process " + dropper.pid() + " dropped the connection after " + std::to_string(got) +
-                     " bytes, before its answer was complete (Connection reset by "
-                     "peer; a client that takes nothing of its answer for 2 s, or is not done within 10 s, is "
-                     "dropped); nothing was printed; retry\n");
+                     " bytes, before its answer was complete (Connection reset by peer; a server drops a "
+                     "client that takes nothing of its answer for 2 s or is not done within 10 s, the slowest "
+                     "reader when its unsent answers pass their bound or when another user needs a connection "
+                     "slot, and every client when it stops); nothing was printed; retry\n");
 }
 
 TEST_CASE("a status line without its newline is refused (exit 4)", "[control][trust][threads]") {

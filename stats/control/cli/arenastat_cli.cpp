@@ -355,8 +355,10 @@ std::string exchange(int fd, long pid, const std::string& line, int timeout_ms, 
       throw failure{exit_unreachable,
                     who + " dropped the connection after " + std::to_string(answer.size()) +
                         " bytes, before its answer was complete (" + error_text(errno) +
-                        "; a client that takes nothing of its answer for 2 s, or is not done within 10 s, is "
-                        "dropped); nothing was printed; retry"};
+                        "; a server drops a client that takes nothing of its answer for 2 s or is not done "
+                        "within 10 s, the slowest reader when its unsent answers pass their bound or when "
+                        "another user needs a connection slot, and every client when it stops); nothing was "
+                        "printed; retry"};
     }
   }
   if (answer.empty()) {
