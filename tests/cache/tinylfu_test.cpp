@@ -284,14 +284,24 @@ TEST_CASE("tinylfu: the sample floor and the skipped hand-backs change no decisi
 TEST_CASE("tinylfu: a halving halves the counts of entries on every page", "[cache][tinylfu]") {
   cache_t c{"test.tlfu.halve-pages", {.max_entries = 10'000}};  // 3 pages of entries, sample size 200,000
   for (u64 k = 0; k < 10'000; ++k) c.put(k, k);
-  for (int i = 0; i < 9; ++i) c.get(9'999);  // on the third page
-  for (int i = 0; i < 5; ++i) c.get(4'100);  // on the second
-  REQUIRE(freq(c, 9'999) == 10);
-  REQUIRE(freq(c, 4'100) == 6);
+  // One key on the third page (entries 8192 on) and one on the second
+  // (4096 to 8191) that came in with a count of 1: a key whose sketch
+  // counters an earlier key shares comes in with more.
+  const auto first_counted_once = [&](u64 from, u64 to) {
+    for (u64 k = from; k < to; ++k)
+      if (freq(c, k) == 1) return k;
+    FAIL("no key of " << from << ".." << to << " came in with a count of 1");
+    return to;
+  };
+  const u64 third = first_counted_once(8'192, 10'000), second = first_counted_once(4'096, 8'192);
+  for (int i = 0; i < 9; ++i) c.get(third);
+  for (int i = 0; i < 5; ++i) c.get(second);
+  REQUIRE(freq(c, third) == 10);
+  REQUIRE(freq(c, second) == 6);
   REQUIRE(c.policy().sketch().halvings() == 0);
   for (u64 k = 1'000'000; c.policy().sketch().halvings() == 0 && k < 2'000'000; ++k) c.get(k);  // misses
   REQUIRE(c.policy().sketch().halvings() == 1);
-  CHECK(freq(c, 9'999) == 5);
-  CHECK(freq(c, 4'100) == 3);
+  CHECK(freq(c, third) == 5);
+  CHECK(freq(c, second) == 3);
   CHECK(c.size() == 10'000);
 }
