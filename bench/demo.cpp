@@ -7,13 +7,15 @@
 // memory limit and is recorded as "oom". A long-lived symbol table is an
 // account fed by a tracking_resource. At the end the demo prints the report,
 // the tree and the process lines. With --linger=S it stays alive S seconds
-// (recompiling now and then) so `arenastat <pid> ...` can query it live.
+// (recompiling now and then, its symbol table trimmed every 10 s) so
+// `arenastat <pid> ...` can query it live.
 #include <arenastat/arenastat.hpp>
 
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory_resource>
 #include <random>
 #include <stdexcept>
@@ -59,6 +61,19 @@ struct node {
   std::pmr::vector<node*> inputs;
   explicit node(int op, std::pmr::memory_resource* mr) : opcode(op), inputs(mr) {}
 };
+
+// The CLI as the hint should name it: the build tree's copy beside this
+// program (build/release/bench/arenastat_demo -> build/release/stats/control/
+// cli/arenastat) when it is there, else `arenastat` from PATH.
+std::string cli_path() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path cli = self.parent_path().parent_path() / "stats" / "control" / "cli" / "arenastat";
+    if (std::filesystem::is_regular_file(cli, ec)) return cli.string();
+  }
+  return "arenastat";
+}
 
 // A long-lived component: interned symbols, freed piecemeal, tracked exactly.
 class symbol_table {
@@ -138,12 +153,17 @@ int main(int argc, char** argv) try {
 
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(o.linger_s);
   if (o.linger_s > 0) {
-    std::printf("lingering %d s: try `arenastat %d stats -H --top=10`\n", o.linger_s, static_cast<int>(getpid()));
+    std::printf("lingering %d s: try `%s %d stats -H --top=10`\n", o.linger_s, cli_path().c_str(),
+                static_cast<int>(getpid()));
     std::fflush(stdout);
   }
+  // A recompilation now and then; every 10 s the symbol table forgets half
+  // of its symbols again, as after the first pass (a cache of bounded size,
+  // not a leak: its live bytes rise and fall).
   std::mt19937 rng(7);
-  for (int round = 0; std::chrono::steady_clock::now() < until; ++round) {
+  for (int round = 1; std::chrono::steady_clock::now() < until; ++round) {
     compile(static_cast<int>(rng() % static_cast<unsigned>(o.methods)), rng, symbols);
+    if (round % 100 == 0) symbols.forget_some(static_cast<std::size_t>(o.methods) / 2);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 

@@ -218,9 +218,11 @@ TEST_CASE("reset sets the peaks to the current values and says so", "[control][c
   temp_dir sockets;
   target t(sockets.path());
   const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  // The target's starting state (programs/control_target.cpp): one scope
+  // entry (task/parse) and two accounts (cache/items, scratch).
   const cli_result r = run_cli({t.pid_text(), "reset"}, env);
   CHECK(r.status == 0);
-  CHECK(r.out.find("peaks reset: ") == 0);
+  CHECK(r.out == "peaks reset: 1 scope entry and 2 accounts now start from their current values\n");
   const json j = json::parse(run_cli({t.pid_text(), "stats", "--json"}, env).out);
   CHECK(entry_named(j, "scratch")["peak_bytes"] == 0);  // live 0: the 3000-byte peak is gone
   CHECK(entry_named(j, "cache/items")["peak_bytes"] == 10000);

@@ -105,8 +105,8 @@ std::string diff_body(const std::string& arguments) {
 
 std::string reset_body() {
   reset_peaks();
-  return "peaks reset: " + std::to_string(scope_entry_count()) + " scope entries and " +
-         std::to_string(account_entry_count()) + " accounts now start from their current values\n";
+  return "peaks reset: " + detail::plural(scope_entry_count(), "scope entry", "scope entries") + " and " +
+         detail::plural(account_entry_count(), "account", "accounts") + " now start from their current values\n";
 }
 
 std::string process_body(const std::string& arguments) {

@@ -44,7 +44,7 @@ leak_mode read_mode() noexcept {
   if (std::strcmp(v, "warn") == 0) return leak_mode::warn;
   if (std::strcmp(v, "abort") == 0) return leak_mode::abort;
   try {
-    detail::warn("arenastat: warning: ignoring ARENASTAT_LEAKS=" + detail::quoted(v) +
+    detail::warn("arenastat: ignoring ARENASTAT_LEAKS=" + detail::quoted(v) +
                  " (expected off, warn or abort); leak reports stay off\n");
   } catch (...) {
   }

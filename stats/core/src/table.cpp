@@ -121,7 +121,7 @@ std::size_t table_max_from_env() noexcept {
   }
   if (ok) return n;
   const std::string_view text(v);
-  warn("arenastat: warning: ignoring ARENASTAT_TABLE_MAX=" + quoted(text) +
+  warn("arenastat: ignoring ARENASTAT_TABLE_MAX=" + quoted(text) +
        " (expected a whole number, 0 for no cap); keeping " + std::to_string(default_table_max) + "\n");
   return default_table_max;
 }

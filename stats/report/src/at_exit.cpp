@@ -259,7 +259,7 @@ void start_at_exit_from_env() noexcept {
         options = parse_report_options(value);
       } catch (const std::invalid_argument& e) {
         const char* file = std::getenv("ARENASTAT_AT_EXIT_FILE");
-        write_all(2, "arenastat: warning: ignoring ARENASTAT_AT_EXIT=" + detail::quoted(value) + " (" +
+        write_all(2, "arenastat: ignoring ARENASTAT_AT_EXIT=" + detail::quoted(value) + " (" +
                          detail::bounded(without_prefix(e.what())) + "); the default report will be printed at exit" +
                          (file && *file ? " to stderr (ARENASTAT_AT_EXIT_FILE " + detail::quoted(file) +
                                               " is left as it is: it was meant for the report asked for)"

@@ -164,10 +164,6 @@ std::int64_t tag_at_peak(const entry& e, const std::string& tag) {
   return 0;
 }
 
-std::string plural(std::size_t n, const char* one, const char* many) {
-  return std::to_string(n) + ' ' + (n == 1 ? one : many);
-}
-
 void append_process_lines(std::string& out, const process_info& p, bool human) {
   out += "Process: pid " + std::to_string(p.pid) + "  VmRSS " + fmt_size(p.rss_bytes, human) +
          "  VmHWM " + fmt_size(p.hwm_bytes, human) + "  RssAnon " +
@@ -180,10 +176,10 @@ void append_process_lines(std::string& out, const process_info& p, bool human) {
 
 void append_omitted(std::string& out, const selection& s, const report_options& o) {
   if (s.omitted_small)
-    out += '(' + plural(s.omitted_small, "entry", "entries") + " smaller than " +
+    out += '(' + detail::plural(s.omitted_small, "entry", "entries") + " smaller than " +
            fmt_size(o.min_size, o.human) + " omitted)\n";
   if (s.omitted_top)
-    out += '(' + plural(s.omitted_top, "entry", "entries") + " beyond --top=" +
+    out += '(' + detail::plural(s.omitted_top, "entry", "entries") + " beyond --top=" +
            std::to_string(*o.top) + " omitted)\n";
 }
 
@@ -406,13 +402,13 @@ void append_table(std::string& out, const table_copy& c, const selection& s, con
       t.row({std::to_string(e.folded_entries), std::to_string(e.count), fmt_size(e.peak_sum_bytes, human),
              fmt_size(e.peak_bytes, human), detail::escape_text(e.name)});
     }
-    out += "\nFolded: " + plural(folded, "scope entry", "scope entries") + " past the table cap" +
+    out += "\nFolded: " + detail::plural(folded, "scope entry", "scope entries") + " past the table cap" +
            (table.max != 0 ? " of " + std::to_string(table.max) : std::string()) +
            " (ARENASTAT_TABLE_MAX), by name prefix:\n";
     t.render(out);
   }
   if (table.lost_folds != 0)
-    out += "(" + plural(table.lost_folds, "scope run", "scope runs") +
+    out += "(" + detail::plural(table.lost_folds, "scope run", "scope runs") +
            " lost: out of memory while folding into the table)\n";
 }
 
@@ -430,7 +426,7 @@ void append_totals(std::string& out, const table_copy& c, const std::vector<std:
     account_peaks += e.peak_bytes;
     account_live += e.live_bytes;
   }
-  out += "Total: " + plural(scopes.size() + accounts.size(), "entry", "entries") +
+  out += "Total: " + detail::plural(scopes.size() + accounts.size(), "entry", "entries") +
          " shown; scope peaks sum to " + fmt_size(scope_peaks, human) +
          "; account peaks sum to " + fmt_size(account_peaks, human) + ", live " +
          fmt_signed(account_live, human) + '\n';
@@ -547,7 +543,7 @@ void append_tree(std::string& out, const table_copy& c, const std::vector<std::s
     insert_path(root, e);
   }
   compute_sizes(root);
-  out += std::string(root_label) + " tree (" + plural(v.size(), "entry", "entries") + "):\n";
+  out += std::string(root_label) + " tree (" + detail::plural(v.size(), "entry", "entries") + "):\n";
   text_table t;
   t.column("size", true);
   t.column("parent", true);
@@ -835,3 +831,7 @@ report_stream stream_report(std::shared_ptr<const table_copy> copy, const proces
 }  // namespace detail
 
 }  // namespace arenastat
+
+std::string arenastat::detail::plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + ' ' + (n == 1 ? one : many);
+}

@@ -19,6 +19,10 @@ void write_process_json(json_writer& w, const process_info& p, bool with_pid);
 // The Prometheus exposition of the copy's entries, read one at a time
 // (prometheus.cpp), and the table figures it shows.
 table_figures table_figures_of(const table_copy& copy);
+
+// "1 entry", "3 entries": a count and its noun, singular for one (every
+// count printed for people).
+std::string plural(std::size_t n, const char* one, const char* many);
 std::string render_metrics(const table_copy& copy, const process_info& proc, const table_figures& table,
                            const metrics_options& options);
 // The exposition of a whole copy at ARENASTAT_METRICS_DEPTH (stats
