@@ -92,6 +92,14 @@ std::string first_entry(const std::string& screen) {
   return {};
 }
 
+// Types `command` (a top) and Enter, then waits for its first screen, whose
+// first entry is the target's largest account (cache/items).
+bool starts_top(tmux_session& t, const std::string& command) {
+  t.keys(command);
+  t.key("Enter");
+  return t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; });
+}
+
 // Waits for top to end (the shell is the pane's foreground program again:
 // top leaves the alternate screen a moment before it exits), then asks the
 // shell for top's exit status (`status`: 0 after q, 128 + the signal that
@@ -155,9 +163,7 @@ TEST_CASE("top: the live view shows the top entry, s changes the order, q and Ct
   CHECK(terminal_is_sane(t, "after-q"));
 
   // Ctrl-C does the same.
-  t.keys(run);
-  t.key("Enter");
-  REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
+  REQUIRE(starts_top(t, run));
   t.key("C-c");
   CHECK(t.wait_for([](const std::string& s) { return s.find("GROWTH/s") == std::string::npos; }));
   CHECK(terminal_is_sane(t, "after-ctrl-c", 128 + SIGINT));  // it ends by the signal, as without the view
@@ -168,9 +174,7 @@ TEST_CASE("top: SIGWINCH to a narrow short terminal re-lays it out with fewer ro
   target app(dir.path());
   REQUIRE(app.command("entries 40") == "done");
   tmux_session t;
-  t.keys("ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3");
-  t.key("Enter");
-  REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
+  REQUIRE(starts_top(t, "ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3"));
   CHECK(t.last().find("###") != std::string::npos);  // 120 columns: bars (on the screen that showed cache/items)
   sh(t.tmux() + " resize-window -t top -x 70 -y 12");
   const bool relaid = t.wait_for([](const std::string& s) {
@@ -193,9 +197,7 @@ TEST_CASE("top: a line cut at the edge never ends in half an escape", "[tmux]") 
   target app(dir.path());
   REQUIRE(app.command("hostile-scope") == "done");  // shown as evil\x0arow\x1b[2J\xc2\x85
   tmux_session t;
-  t.keys("ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3");
-  t.key("Enter");
-  REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
+  REQUIRE(starts_top(t, "ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3"));
   // The name column starts at column 48: 54 columns leave 6, room for "evil"
   // and not for the whole "\x0a" after it (a cut there showed "evil\x").
   sh(t.tmux() + " resize-window -t top -x 54 -y 24");
@@ -224,9 +226,7 @@ TEST_CASE("top: q ends the view while a refresh waits on a stopped target", "[tm
   temp_dir dir;
   target app(dir.path());
   tmux_session t;
-  t.keys(top_with_long_timeout(dir, app));
-  t.key("Enter");
-  REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
+  REQUIRE(starts_top(t, top_with_long_timeout(dir, app)));
   REQUIRE(::kill(app.pid(), SIGSTOP) == 0);  // its server answers nothing more
   std::this_thread::sleep_for(1s);            // a refresh is waiting on it
   const auto start = std::chrono::steady_clock::now();
@@ -272,9 +272,7 @@ TEST_CASE("top: SIGTERM restores the shell and ends top by that signal (status 1
   temp_dir dir;
   target app(dir.path());
   tmux_session t;
-  t.keys("ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3");
-  t.key("Enter");
-  REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
+  REQUIRE(starts_top(t, "ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3"));
   // top is the shell's only child.
   std::string shell = sh(t.tmux() + " display-message -p -t top '#{pane_pid}'");
   std::string child = sh("pgrep -P " + shell);
@@ -290,9 +288,7 @@ TEST_CASE("top: a refresh without an answer for a second says so on the title li
   temp_dir dir;
   target app(dir.path());
   tmux_session t;
-  t.keys(top_with_long_timeout(dir, app));
-  t.key("Enter");
-  REQUIRE(t.wait_for([](const std::string& s) { return first_entry(s) == "cache/items"; }));
+  REQUIRE(starts_top(t, top_with_long_timeout(dir, app)));
   CHECK(t.last().find("[no answer") == std::string::npos);
   REQUIRE(::kill(app.pid(), SIGSTOP) == 0);  // its server answers nothing more
   // The last rows stay, under a title that counts the seconds waited.
