@@ -320,18 +320,30 @@ class basic_cache {
   }
 
   // get_or_load's miss: the loader's value, stored and counted (out of line).
+  // While the loader runs, its key is on this cache's list of loads in
+  // progress: a get_or_load of that key from inside the loader (directly or
+  // through the loads it starts) would call the loader again without end, and
+  // is refused with std::logic_error, counting nothing, unless the loader
+  // first wrote the key (put, erase, clear: its load is then stale, and a new
+  // one starts, as in sharded_cache).
   template <class Loader>
   [[gnu::noinline]] V load_and_put(const K& key, hashed_key h, Loader&& loader) {
+    if (loading_ != nullptr) [[unlikely]] refuse_own_load(key, h);
     prefetch_likely_victim();  // the key's counters were requested at the lookup
     ++misses_;
     ++loads_;
-    V v = std::invoke(std::forward<Loader>(loader), key);
+    load_frame frame{&key, h, loading_};
+    V v = [&] {
+      const frame_on_list on_list(loading_, frame);
+      return std::invoke(std::forward<Loader>(loader), key);
+    }();
     put_hashed(K(key), V(v), h, true);
     return v;
   }
 
   bool erase(const K& key) {
     const hashed_key h = hash_key(key);
+    if (loading_ != nullptr) [[unlikely]] mark_written(key, h);
     if (!slots_) return false;
     const std::uint32_t pos = find(h.h32(), key);
     if (pos == npos) return false;
@@ -349,6 +361,7 @@ class basic_cache {
   void clear() noexcept {
     release_all();
     hits_ = misses_ = loads_ = evictions_ = rejected_ = 0;
+    for (load_frame* f = loading_; f != nullptr; f = f->outer) f->written = true;
   }
 
   // No effect on the policy or the statistics.
@@ -408,6 +421,7 @@ class basic_cache {
   }
 
   bool put_hashed(K&& key, V&& value, hashed_key h, bool record) {
+    if (loading_ != nullptr) [[unlikely]] mark_written(key, h);
     const std::uint32_t h32 = h.h32();
     if (slots_) {
       const std::uint32_t pos = find(h32, key);
@@ -751,6 +765,35 @@ class basic_cache {
     free_head_ = detail::nil_index;
   }
 
+  // A load in progress (load_and_put's frame, on the stack): its key, and
+  // whether the key was written since the load began.
+  struct load_frame {
+    const K* key;
+    hashed_key h;
+    load_frame* outer;
+    bool written = false;
+  };
+  // Puts a frame on the list for the loader's run, takes it off after.
+  struct frame_on_list {
+    frame_on_list(load_frame*& list, load_frame& f) noexcept : list_(list), outer_(list) { list = &f; }
+    ~frame_on_list() { list_ = outer_; }
+    frame_on_list(const frame_on_list&) = delete;
+    frame_on_list& operator=(const frame_on_list&) = delete;
+    load_frame*& list_;
+    load_frame* outer_;
+  };
+  [[gnu::noinline]] void mark_written(const K& key, hashed_key h) {
+    for (load_frame* f = loading_; f != nullptr; f = f->outer)
+      if (f->h.full == h.full && eq_(*f->key, key)) f->written = true;
+  }
+  [[gnu::noinline]] void refuse_own_load(const K& key, hashed_key h) const {
+    for (const load_frame* f = loading_; f != nullptr; f = f->outer)
+      if (!f->written && f->h.full == h.full && eq_(*f->key, key))
+        throw std::logic_error("basic_cache '" + name_ +
+                               "': get_or_load of a key from inside that key's own loader (the load would call "
+                               "its loader again without end)");
+  }
+
   // Members in the order an operation touches them. First what a hit
   // writes: the hit and miss counters and the policy, whose first members
   // are its links pointer and its lists' ends (all of lru's state). In a
@@ -778,6 +821,7 @@ class basic_cache {
   std::uint64_t own_bytes_ = 0;
   std::uint64_t own_peak_ = 0;
   std::uint64_t rejected_ = 0;
+  load_frame* loading_ = nullptr;  // the loads in progress, innermost first
   void* policy_memory_ = nullptr;
   std::string name_;
   std::optional<tracking_resource> tracker_;
