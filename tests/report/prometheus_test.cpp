@@ -12,6 +12,7 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <memory_resource>
 #include <set>
 #include <sstream>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "arenastat/prometheus.hpp"
 #include "arenastat/scope.hpp"
+#include "arenastat/tracking_resource.hpp"
 #include "arenastat/table.hpp"
 #include "sample_entries.hpp"
 #include "text_escape.hpp"
@@ -754,4 +756,19 @@ TEST_CASE("prometheus: folding moves a name's runs to its overflow row's group (
   CHECK(sum_of(f2, "arenastat_scope_runs_total") == sum_of(d2, "arenastat_scope_runs_total"));
   CHECK(value_of(f1, "arenastat_table_folded_entries_total") ==
         value_of(d1, "arenastat_table_folded_entries_total") + 5);
+}
+
+TEST_CASE("prometheus: an account's tag keeps its series, at 0, once its bytes are freed", "[prometheus]") {
+  // A series that vanished at 0 and came back with the next allocation would
+  // be marked stale in between, and read as absent by alerts and graphs.
+  tracking_resource freed("test/prom/zero-tag", "prom_zero_tag", std::pmr::new_delete_resource());
+  tracking_resource held("test/prom/held-tag", "prom_held_tag", std::pmr::new_delete_resource());
+  void* p = freed.allocate(100, 8);
+  void* q = held.allocate(40, 8);
+  freed.deallocate(p, 100, 8);
+  const std::string text = metrics(metrics_options{});
+  CHECK_THAT(text, Contains("\narenastat_account_tag_live_bytes{account=\"test/prom/zero-tag\",tag=\"prom_zero_tag\"} 0\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_tag_live_bytes{account=\"test/prom/held-tag\",tag=\"prom_held_tag\"} 40\n"));
+  CHECK_THAT(text, Contains("\narenastat_account_live_bytes{account=\"test/prom/zero-tag\"} 0\n"));
+  held.deallocate(q, 40, 8);
 }

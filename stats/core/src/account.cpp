@@ -305,6 +305,7 @@ account_totals account::totals() const {
   account_totals out;
   tag_sums by_tag;
   std::int64_t at_peak[max_tags] = {};
+  std::uint64_t used = 0;
   {
     std::lock_guard lock(slow_->mutex);
     for (detail::account_slot* s = slow_->slots; s; s = s->next) {
@@ -315,7 +316,7 @@ account_totals account::totals() const {
     raise_peak_to_live();
     by_tag = sum_by_tag(slow_->slots);
     out.peak_bytes = static_cast<std::uint64_t>(shared_.peak.load(std::memory_order_relaxed));
-    const std::uint64_t used = tags_used_.load(std::memory_order_relaxed);
+    used = tags_used_.load(std::memory_order_relaxed);
     if (one_tag(used))
       at_peak[std::countr_zero(used)] = static_cast<std::int64_t>(out.peak_bytes);
     else if (used != 0)
@@ -326,6 +327,7 @@ account_totals account::totals() const {
     const auto tag = static_cast<tag_id>(i);
     if (by_tag[i] != 0) out.live_by_tag.push_back({std::string(tag_name(tag)), by_tag[i]});
     if (at_peak[i] != 0) out.at_peak.push_back({std::string(tag_name(tag)), at_peak[i]});
+    if (used & (std::uint64_t{1} << i)) out.tags_used.emplace_back(tag_name(tag));
   }
   return out;
 }

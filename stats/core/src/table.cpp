@@ -435,6 +435,7 @@ table_copy table_copy::take(const copy_bound& bound) {
     e.allocations = totals.allocations;
     e.frees = totals.frees;
     e.live_by_tag = std::move(totals.live_by_tag);
+    e.tags_used = std::move(totals.tags_used);
     c.others_.push_back(std::move(e));
   }
   std::sort(folded.begin(), folded.end(), [](const entry& a, const entry& b) {
@@ -471,7 +472,9 @@ std::string_view table_copy::name(std::size_t i) const noexcept {
 std::size_t table_copy::bytes_held() const noexcept {
   std::size_t n = records_.capacity() * sizeof(std::uint64_t) + scopes_.capacity() * sizeof(std::size_t) +
                   others_.capacity() * sizeof(entry);
-  for (const entry& e : others_) n += e.name.capacity() + (e.at_peak.size() + e.live_by_tag.size()) * sizeof(tag_bytes);
+  for (const entry& e : others_)
+    n += e.name.capacity() + (e.at_peak.size() + e.live_by_tag.size()) * sizeof(tag_bytes) +
+         e.tags_used.size() * sizeof(std::string);
   return n;
 }
 

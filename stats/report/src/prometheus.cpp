@@ -14,7 +14,9 @@
 #include <chrono>
 #include <deque>
 #include <cstdlib>
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <system_error>
 
 #include "report_internal.hpp"
@@ -353,7 +355,20 @@ std::string render_metrics(const table_copy& c, const process_info& proc, const 
     const std::string one = labels({l});
     live.push_back({one, number(e.live_bytes)});
     apeak.push_back({one, number(e.peak_bytes)});
-    for (const tag_bytes& t : e.live_by_tag) tag_live.push_back({labels({l, label("tag", t.tag)}), number(t.bytes)});
+    // Every tag the account was ever charged with has a sample, 0 once its
+    // bytes are gone, so that its series does not vanish and come back; then
+    // any tag with bytes the entry does not list as used (an entry made by
+    // hand, without tags_used).
+    const auto bytes_of = [&](const std::string& tag) -> std::optional<std::int64_t> {
+      for (const tag_bytes& t : e.live_by_tag)
+        if (t.tag == tag) return t.bytes;
+      return std::nullopt;
+    };
+    for (const std::string& tag : e.tags_used)
+      tag_live.push_back({labels({l, label("tag", tag)}), number(bytes_of(tag).value_or(std::int64_t{0}))});
+    for (const tag_bytes& t : e.live_by_tag)
+      if (std::find(e.tags_used.begin(), e.tags_used.end(), t.tag) == e.tags_used.end())
+        tag_live.push_back({labels({l, label("tag", t.tag)}), number(t.bytes)});
     allocated.push_back({one, number(e.allocated_bytes)});
     allocs.push_back({one, number(e.allocations)});
     frees.push_back({one, number(e.frees)});
