@@ -315,8 +315,9 @@ bool written(std::FILE* f, std::string_view what) {
   return false;
 }
 
-// What the run is doing, for the message when memory runs out, and whether
-// a table row is half written on `table` (the message then starts a line).
+// What the run is doing (escaped already: the handler for running out of
+// memory must not allocate to print it), and whether a table row is half
+// written on `table` (the message then starts a line).
 struct progress {
   std::string work = "reading the command line";
   bool mid_row = false;
@@ -336,7 +337,7 @@ int run(int argc, char** argv) {
   now.table = table;
   for (const job& j : c.jobs) {
     trace t;
-    now.work = "reading the trace '" + j.source.spec + "' (--max-requests=N reads fewer of its requests)";
+    now.work = shown("reading the trace '" + j.source.spec + "' (--max-requests=N reads fewer of its requests)");
     try {
       t = load(j.source, j.options);
     } catch (const sim::trace_error& e) {
@@ -359,8 +360,8 @@ int run(int argc, char** argv) {
       now.mid_row = true;
       std::uint64_t lru_hits = UINT64_MAX, ref_hits = UINT64_MAX;
       for (const auto* p : j.policies) {
-        now.work = "running " + std::string(p->name) + " at size " + std::to_string(n) + " on '" + t.name +
-                   "' (a policy's state grows with the size: smaller --sizes need less)";
+        now.work = shown("running " + std::string(p->name) + " at size " + std::to_string(n) + " on '" + t.name +
+                         "' (a policy's state grows with the size: smaller --sizes need less)");
         const std::uint64_t hits = p->run(t, n, next);
         if (p->name == "lru") lru_hits = hits;
         if (p->name == "ref_lru") ref_hits = hits;
@@ -414,7 +415,7 @@ int main(int argc, char** argv) {
       std::fflush(now.table);
     }
     std::fprintf(stderr, "%.*s: out of memory while %s\n", static_cast<int>(program.size()), program.data(),
-                 shown(now.work).c_str());
+                 now.work.c_str());
     return 1;
   }
 }

@@ -36,7 +36,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <memory_resource>
 #include <unordered_map>
+
+#include <boost/container_hash/hash.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <vector>
 
 namespace arenastat::sim {
@@ -82,7 +86,12 @@ class trace_builder {
     room();
     auto it = text_ids_.find(text);
     const bool fresh = it == text_ids_.end();
-    if (fresh) it = text_ids_.emplace(std::string(text), t_.distinct).first;
+    if (fresh) {
+      // The map's key views the text's bytes, copied once into the arena.
+      char* bytes = static_cast<char*>(text_bytes_.allocate(text.size(), 1));
+      std::memcpy(bytes, text.data(), text.size());
+      it = text_ids_.emplace(std::string_view(bytes, text.size()), t_.distinct).first;
+    }
     push(it->second, fresh);
   }
   std::size_t size() const noexcept { return t_.keys.size(); }
@@ -101,14 +110,12 @@ class trace_builder {
     }
     t_.keys.push_back(id);
   }
-  struct text_hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  };
-
   trace t_;
-  std::unordered_map<std::uint64_t, std::uint32_t> ids_;
-  std::unordered_map<std::string, std::uint32_t, text_hash, std::equal_to<>> text_ids_;
+  // Open addressing, a slot per key: about 24 bytes per distinct key beside
+  // the text's own bytes (node-based maps of strings took 3.5 times that).
+  boost::unordered_flat_map<std::uint64_t, std::uint32_t> ids_;
+  std::pmr::monotonic_buffer_resource text_bytes_;  // the text keys' bytes, back to back
+  boost::unordered_flat_map<std::string_view, std::uint32_t, boost::hash<std::string_view>> text_ids_;
 };
 
 enum class trace_format { lirs, plain, csv, arc, longs };

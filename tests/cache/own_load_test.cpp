@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory_resource>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -97,4 +99,38 @@ TEST_CASE("own load: nested loads of different keys are not refused", "[cache][l
   CHECK(c.get(1) == 6);
   CHECK(c.get(2) == 5);
   CHECK(c.get(3) == 3);
+}
+
+TEST_CASE("own load: the load started again after a write is itself refused if it asks for the key", "[cache][load]") {
+  // The outer load is stale after the erase; the inner one is not, so its
+  // loader asking for the key again is refused: the recursion ends there.
+  lru_cache<u64, u64> c{"test.own.restarted", {.max_entries = 8}};
+  int inner_calls = 0;
+  std::function<u64(u64)> inner = [&](u64 k) {
+    ++inner_calls;
+    return c.get_or_load(k, inner);
+  };
+  CHECK_THROWS_AS(c.get_or_load(6,
+                                [&](u64 k) {
+                                  c.erase(k);  // absent: stale all the same, as in sharded_cache
+                                  return c.get_or_load(k, inner);
+                                }),
+                  std::logic_error);
+  CHECK(inner_calls == 1);
+  CHECK(c.size() == 0);
+}
+
+TEST_CASE("own load: a put that throws inside the loader does not make the load stale", "[cache][load]") {
+  // The put changed nothing (its first insertion cannot get its table from
+  // an upstream that has no memory), so the load is still the key's only
+  // one: asking for the key from the loader is still refused.
+  lru_cache<u64, u64> c{"test.own.throwing-put", {.max_entries = 8, .track = false}, std::pmr::null_memory_resource()};
+  int calls = 0;
+  std::function<u64(u64)> loader = [&](u64 k) {
+    ++calls;
+    CHECK_THROWS_AS(c.put(k, 1), std::bad_alloc);
+    return c.get_or_load(k, loader);
+  };
+  CHECK_THROWS_AS(c.get_or_load(2, loader), std::logic_error);
+  CHECK(calls == 1);
 }

@@ -51,6 +51,15 @@ TEST_CASE("escape_text escapes the marks and characters that print as nothing", 
   CHECK(escape_text("\xe2\x81\xa0" "x") == "\\xe2\\x81\\xa0x");    // U+2060 word joiner
   CHECK(escape_text("\xe2\x81\xa4" "x") == "\\xe2\\x81\\xa4x");    // U+2064, the last invisible operator
   CHECK(escape_text("\xef\xbb\xbf" "5") == "\\xef\\xbb\\xbf5");    // U+FEFF byte order mark
+  CHECK(escape_text("a\xc2\xad" "b") == "a\\xc2\\xadb");                  // U+00AD soft hyphen
+  CHECK(escape_text("\xcd\x8f" "x") == "\\xcd\\x8fx");                    // U+034F combining grapheme joiner
+  CHECK(escape_text("\xe1\x85\x9f" "x") == "\\xe1\\x85\\x9fx");        // U+115F Hangul choseong filler
+  CHECK(escape_text("\xe3\x85\xa4" "x") == "\\xe3\\x85\\xa4x");        // U+3164 Hangul filler
+  CHECK(escape_text("\xef\xbe\xa0" "x") == "\\xef\\xbe\\xa0x");        // U+FFA0 halfwidth Hangul filler
+  CHECK(escape_text("\xe1\xa0\x8e" "x") == "\\xe1\\xa0\\x8ex");        // U+180E Mongolian vowel separator
+  CHECK(escape_text("\xef\xbf\xbb" "x") == "\\xef\\xbf\\xbbx");        // U+FFFB, the last annotation control
+  CHECK(escape_text("\xf3\xa0\x80\x81" "x") == "\\xf3\\xa0\\x80\\x81x");  // U+E0001 language tag
+  CHECK(escape_text("\xf3\xa0\x81\xbf" "x") == "\\xf3\\xa0\\x81\\xbfx");  // U+E007F, the last tag character
 }
 
 TEST_CASE("escape_text keeps joiners, the no-break space and neighbours of the escaped ranges", "[names]") {
@@ -63,6 +72,9 @@ TEST_CASE("escape_text keeps joiners, the no-break space and neighbours of the e
       "\xef\xbb\xbe",      // U+FEFE, before U+FEFF
       "\xd8\x9b",          // U+061B Arabic semicolon, before U+061C
       "\xf0\x9f\x98\x80",  // U+1F600, a four-byte sequence
+      "\xf3\xa0\x82\x80",  // U+E0080, after the tag characters
+      "\xef\xbf\xbc",      // U+FFFC object replacement character, after U+FFFB (it prints)
+      "\xc2\xac",          // U+00AC, before U+00AD
   };
   for (const std::string& s : kept) CHECK(escape_text(s) == s);
 }

@@ -6,6 +6,7 @@
 #include <arenastat/arenastat.hpp>
 #include <arenastat/dump.hpp>
 #include <catch2/catch.hpp>
+#include <memory_resource>
 #include <nlohmann/json.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -66,11 +67,16 @@ std::string without_process(const std::string& report) {
 
 TEST_CASE("table_copy reads every entry as snapshot() does", "[report][stream]") {
   fold_scopes("copy", 50);
+  // An account with a declared tag, so that a scope read after it into the
+  // same entry must clear the account's fields (tags_used among them).
+  arenastat::tracking_resource tagged("stream/tagged", "stream_tag", std::pmr::new_delete_resource());
   const arenastat::table_copy c = arenastat::table_copy::take();
   const std::vector<arenastat::entry> snap = arenastat::snapshot();
   REQUIRE(c.size() == snap.size());
   arenastat::entry e;
-  for (std::size_t i = 0; i < c.size(); ++i) {
+  // Forwards (scopes, then accounts and folded rows), then backwards.
+  for (std::size_t k = 0; k < 2 * c.size(); ++k) {
+    const std::size_t i = k < c.size() ? k : 2 * c.size() - 1 - k;
     c.read(i, e);  // one entry reused: every field must be overwritten
     INFO("entry " << i << " " << snap[i].name);
     CHECK(e.name == snap[i].name);
@@ -84,6 +90,7 @@ TEST_CASE("table_copy reads every entry as snapshot() does", "[report][stream]")
     CHECK(e.live_bytes == snap[i].live_bytes);
     CHECK(e.allocations == snap[i].allocations);
     CHECK(e.live_by_tag == snap[i].live_by_tag);
+    CHECK(e.tags_used == snap[i].tags_used);
     CHECK(e.folded_entries == snap[i].folded_entries);
   }
 }

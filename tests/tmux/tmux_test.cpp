@@ -268,20 +268,52 @@ TEST_CASE("top: -n 2 ends the view by itself after its second refresh and restor
   CHECK(terminal_is_sane(t, "after-n"));
 }
 
-TEST_CASE("top: SIGTERM restores the shell and ends top by that signal (status 143)", "[tmux]") {
-  temp_dir dir;
-  target app(dir.path());
-  tmux_session t;
-  REQUIRE(starts_top(t, "ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3"));
-  // top is the shell's only child.
-  std::string shell = sh(t.tmux() + " display-message -p -t top '#{pane_pid}'");
+namespace {
+
+// Sends `sig` to the top the pane's shell runs (its only child).
+void signal_top(tmux_session& t, int sig) {
+  const std::string shell = sh(t.tmux() + " display-message -p -t top '#{pane_pid}'");
   std::string child = sh("pgrep -P " + shell);
   while (!child.empty() && child.back() == '\n') child.pop_back();
   INFO("the shell's children: '" << child << "'");
   REQUIRE(!child.empty());
   REQUIRE(child.find('\n') == std::string::npos);
-  REQUIRE(::kill(static_cast<pid_t>(std::stol(child)), SIGTERM) == 0);
+  REQUIRE(::kill(static_cast<pid_t>(std::stol(child)), sig) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("top: SIGTERM restores the shell and ends top by that signal (status 143)", "[tmux]") {
+  temp_dir dir;
+  target app(dir.path());
+  tmux_session t;
+  REQUIRE(starts_top(t, "ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3"));
+  signal_top(t, SIGTERM);
   CHECK(terminal_is_sane(t, "after-sigterm", 128 + SIGTERM));
+}
+
+TEST_CASE("top: SIGHUP restores the shell and ends top by that signal (status 129)", "[tmux]") {
+  temp_dir dir;
+  target app(dir.path());
+  tmux_session t;
+  REQUIRE(starts_top(t, "ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3"));
+  signal_top(t, SIGHUP);
+  CHECK(terminal_is_sane(t, "after-sighup", 128 + SIGHUP));
+}
+
+TEST_CASE("top: a SIGHUP it was started with ignored stays ignored (nohup), and q still ends it with 0", "[tmux]") {
+  temp_dir dir;
+  target app(dir.path());
+  tmux_session t;
+  // The subshell ignores SIGHUP and execs top, which inherits the ignoring.
+  REQUIRE(starts_top(t, "(trap '' HUP; ARENASTAT_SOCKET_DIR=" + dir.path() + " exec " + cli_path + " " +
+                            app.pid_text() + " top -d 0.3)"));
+  signal_top(t, SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // two refreshes: it would have ended by now
+  CHECK(t.foreground() != "bash");
+  CHECK(first_entry(t.screen()) == "cache/items");
+  t.keys("q");
+  CHECK(terminal_is_sane(t, "after-ignored-hup", 0));
 }
 
 TEST_CASE("top: a refresh without an answer for a second says so on the title line, until the answer comes", "[tmux]") {

@@ -390,7 +390,13 @@ class terminal {
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGWINCH}) ::sigaction(sig, &sa, &old_[sig]);
+    // A stopping signal the process was started with ignored (nohup, trap ''
+    // in a script) stays ignored: the view does not end on it.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGWINCH}) {
+      ::sigaction(sig, nullptr, &old_[sig]);
+      if (sig != SIGWINCH && old_[sig].sa_handler == SIG_IGN) continue;
+      ::sigaction(sig, &sa, nullptr);
+    }
     put("\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J");
   }
   ~terminal() {

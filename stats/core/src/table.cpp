@@ -201,6 +201,7 @@ void clear_other_fields(entry& e) noexcept {
   e.live_bytes = 0;
   e.allocated_bytes = e.allocations = e.frees = 0;
   e.live_by_tag.clear();
+  e.tags_used.clear();
   e.folded_entries = e.peak_sum_bytes = 0;
 }
 

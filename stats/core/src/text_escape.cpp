@@ -45,13 +45,18 @@ char32_t code_point(std::string_view seq) noexcept {
 // that prints as nothing (so two names that differ by it would look the same).
 bool forging_sequence(std::string_view seq) noexcept {
   const char32_t c = code_point(seq);
-  return (c >= 0x80 && c <= 0x9f)                      // C1 controls
-         || c == 0x061c                                 // Arabic letter mark
-         || c == 0x200b || c == 0x200e || c == 0x200f  // zero width space, left-to-right and right-to-left marks
-         || (c >= 0x2028 && c <= 0x202e)                // line and paragraph separators, bidirectional controls
-         || (c >= 0x2060 && c <= 0x2064)                // word joiner, invisible operators
-         || (c >= 0x2066 && c <= 0x2069)                // bidirectional isolates
-         || c == 0xfeff;                                // zero width no-break space (byte order mark)
+  return (c >= 0x80 && c <= 0x9f)                                   // C1 controls
+         || c == 0x00ad || c == 0x034f                               // soft hyphen, combining grapheme joiner
+         || c == 0x061c                                              // Arabic letter mark
+         || c == 0x115f || c == 0x1160 || c == 0x3164 || c == 0xffa0  // Hangul fillers
+         || c == 0x17b4 || c == 0x17b5 || c == 0x180e                // Khmer inherent vowels, Mongolian separator
+         || c == 0x200b || c == 0x200e || c == 0x200f               // zero width space, left-to-right and right-to-left marks
+         || (c >= 0x2028 && c <= 0x202e)                             // line and paragraph separators, bidirectional controls
+         || (c >= 0x2060 && c <= 0x2064)                             // word joiner, invisible operators
+         || (c >= 0x2066 && c <= 0x2069)                             // bidirectional isolates
+         || c == 0xfeff                                              // zero width no-break space (byte order mark)
+         || (c >= 0xfff9 && c <= 0xfffb)                             // interlinear annotation controls
+         || (c >= 0xe0000 && c <= 0xe007f);                          // tag characters
 }
 
 }  // namespace

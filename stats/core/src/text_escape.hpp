@@ -28,8 +28,9 @@ namespace arenastat::detail {
 //   - the bytes of C1 controls (U+0080-U+009F), line and paragraph
 //     separators (U+2028, U+2029), bidirectional controls (U+202A-U+202E,
 //     U+2066-U+2069, the marks U+200E, U+200F and U+061C) and characters
-//     that print as nothing (U+200B, U+2060-U+2064, U+FEFF: two names that
-//     differ by one would look the same);
+//     that print as nothing (U+00AD, U+034F, U+115F, U+1160, U+17B4, U+17B5,
+//     U+180E, U+200B, U+2060-U+2064, U+3164, U+FEFF, U+FFA0, U+FFF9-U+FFFB,
+//     U+E0000-U+E007F: two names that differ by one would look the same);
 //   - every byte that is not part of well-formed UTF-8 (bad lead, truncated,
 //     overlong, surrogate, above U+10FFFF);
 // and a backslash as \\ (so the escapes above are unambiguous). Everything

@@ -59,9 +59,18 @@
       if (c === 0x5c) out += '\\\\';
       else if (c < 0x20 || c === 0x7f) out += '\\x' + (c < 16 ? '0' : '') + c.toString(16);
       else if (c >= 0x80 && c <= 0x9f) out += '\\xc2\\x' + c.toString(16);
-      else if (c === 0x061c) out += '\\xd8\\x9c';
-      else if (c === 0x200b || c === 0x200e || c === 0x200f || (c >= 0x2028 && c <= 0x202e) ||
-               (c >= 0x2060 && c <= 0x2064) || (c >= 0x2066 && c <= 0x2069) || c === 0xfeff) {
+      else if (c === 0xdb40 && i + 1 < name.length && name.charCodeAt(i + 1) >= 0xdc00 &&
+               name.charCodeAt(i + 1) <= 0xdc7f) {
+        // U+E0000-U+E007F (tag characters), a surrogate pair: f3 a0 80-81 xx.
+        var t = name.charCodeAt(i + 1) - 0xdc00;
+        out += '\\xf3\\xa0\\x' + (0x80 | (t >> 6)).toString(16) + '\\x' + (0x80 | (t & 0x3f)).toString(16);
+        ++i;
+      } else if (c === 0x00ad || c === 0x034f || c === 0x061c) {
+        out += '\\x' + (0xc0 | (c >> 6)).toString(16) + '\\x' + (0x80 | (c & 0x3f)).toString(16);
+      } else if (c === 0x115f || c === 0x1160 || c === 0x17b4 || c === 0x17b5 || c === 0x180e || c === 0x200b ||
+                 c === 0x200e || c === 0x200f || (c >= 0x2028 && c <= 0x202e) || (c >= 0x2060 && c <= 0x2064) ||
+                 (c >= 0x2066 && c <= 0x2069) || c === 0x3164 || c === 0xfeff || c === 0xffa0 ||
+                 (c >= 0xfff9 && c <= 0xfffb)) {
         var b1 = 0xe0 | (c >> 12), b2 = 0x80 | ((c >> 6) & 0x3f), b3 = 0x80 | (c & 0x3f);
         out += '\\x' + b1.toString(16) + '\\x' + b2.toString(16) + '\\x' + b3.toString(16);
       } else out += name.charAt(i);

@@ -355,8 +355,8 @@ std::string render_metrics(const table_copy& c, const process_info& proc, const 
     const std::string one = labels({l});
     live.push_back({one, number(e.live_bytes)});
     apeak.push_back({one, number(e.peak_bytes)});
-    // Every tag the account was ever charged with has a sample, 0 once its
-    // bytes are gone, so that its series does not vanish and come back; then
+    // Every tag declared for the account has a sample, 0 while it holds no
+    // bytes, so that its series does not vanish and come back; then
     // any tag with bytes the entry does not list as used (an entry made by
     // hand, without tags_used).
     const auto bytes_of = [&](const std::string& tag) -> std::optional<std::int64_t> {

@@ -297,11 +297,15 @@ class basic_cache {
   // (probe distance limit). Strong guarantee.
   bool put(const K& key, V value) {
     const hashed_key h = hash_key(key);
-    return put_hashed(K(key), std::move(value), h, true);
+    const bool stored = put_hashed(K(key), std::move(value), h, true);
+    if (loading_ != nullptr) [[unlikely]] mark_written(h);
+    return stored;
   }
   bool put(K&& key, V value) {
     const hashed_key h = hash_key(key);
-    return put_hashed(std::move(key), std::move(value), h, true);
+    const bool stored = put_hashed(std::move(key), std::move(value), h, true);
+    if (loading_ != nullptr) [[unlikely]] mark_written(h);
+    return stored;
   }
 
   // Read-through: the value of `key`, calling loader(key) and storing its
@@ -324,8 +328,9 @@ class basic_cache {
   // progress: a get_or_load of that key from inside the loader (directly or
   // through the loads it starts) would call the loader again without end, and
   // is refused with std::logic_error, counting nothing, unless the loader
-  // first wrote the key (put, erase, clear: its load is then stale, and a new
-  // one starts, as in sharded_cache).
+  // first wrote the key (a put or erase that returned, whatever its result,
+  // or a clear: its load is then stale, and a new one starts, as in
+  // sharded_cache).
   template <class Loader>
   [[gnu::noinline]] V load_and_put(const K& key, hashed_key h, Loader&& loader) {
     if (loading_ != nullptr) [[unlikely]] refuse_own_load(key, h);
@@ -343,7 +348,12 @@ class basic_cache {
 
   bool erase(const K& key) {
     const hashed_key h = hash_key(key);
-    if (loading_ != nullptr) [[unlikely]] mark_written(key, h);
+    const bool erased = erase_hashed(key, h);
+    if (loading_ != nullptr) [[unlikely]] mark_written(h);
+    return erased;
+  }
+
+  bool erase_hashed(const K& key, hashed_key h) {
     if (!slots_) return false;
     const std::uint32_t pos = find(h.h32(), key);
     if (pos == npos) return false;
@@ -421,7 +431,6 @@ class basic_cache {
   }
 
   bool put_hashed(K&& key, V&& value, hashed_key h, bool record) {
-    if (loading_ != nullptr) [[unlikely]] mark_written(key, h);
     const std::uint32_t h32 = h.h32();
     if (slots_) {
       const std::uint32_t pos = find(h32, key);
@@ -782,9 +791,13 @@ class basic_cache {
     load_frame*& list_;
     load_frame* outer_;
   };
-  [[gnu::noinline]] void mark_written(const K& key, hashed_key h) {
+  // After a put or erase of the key hashed h (whatever its result; not after
+  // one that threw, which changed nothing), as sharded_cache's
+  // supersede_loads: matched by the whole hash alone, so that this cannot
+  // throw (a colliding key's load is then only allowed to start again).
+  void mark_written(hashed_key h) noexcept {
     for (load_frame* f = loading_; f != nullptr; f = f->outer)
-      if (f->h.full == h.full && eq_(*f->key, key)) f->written = true;
+      if (f->h.full == h.full) f->written = true;
   }
   [[gnu::noinline]] void refuse_own_load(const K& key, hashed_key h) const {
     for (const load_frame* f = loading_; f != nullptr; f = f->outer)
@@ -802,6 +815,9 @@ class basic_cache {
   // not two. Then what a miss writes, then what lookups only read, then the
   // cold rest.
   std::uint64_t hits_ = 0, misses_ = 0;
+  // The loads in progress, innermost first (load_and_put); read by every put
+  // and erase, so on the first line.
+  load_frame* loading_ = nullptr;
   policy_type policy_;
   std::size_t size_ = 0;
   std::uint32_t free_head_ = detail::nil_index;
@@ -821,7 +837,6 @@ class basic_cache {
   std::uint64_t own_bytes_ = 0;
   std::uint64_t own_peak_ = 0;
   std::uint64_t rejected_ = 0;
-  load_frame* loading_ = nullptr;  // the loads in progress, innermost first
   void* policy_memory_ = nullptr;
   std::string name_;
   std::optional<tracking_resource> tracker_;

@@ -147,7 +147,7 @@ struct account_totals {
   std::uint64_t frees = 0;
   std::vector<tag_bytes> live_by_tag;  // tags with non-zero live bytes
   std::vector<tag_bytes> at_peak;      // breakdown at the moment of the peak
-  std::vector<std::string> tags_used;  // every tag ever charged to it (declared by use_tag), in id order
+  std::vector<std::string> tags_used;  // every tag declared for it (use_tag: each resource over it), in id order
 };
 
 class account {
