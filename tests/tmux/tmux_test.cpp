@@ -283,22 +283,22 @@ void signal_top(tmux_session& t, int sig) {
 
 }  // namespace
 
-TEST_CASE("top: SIGTERM restores the shell and ends top by that signal (status 143)", "[tmux]") {
+// Starts top, sends it `sig` and checks the shell is back with status 128 + sig.
+void check_ends_by(int sig, const std::string& marker) {
   temp_dir dir;
   target app(dir.path());
   tmux_session t;
   REQUIRE(starts_top(t, "ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3"));
-  signal_top(t, SIGTERM);
-  CHECK(terminal_is_sane(t, "after-sigterm", 128 + SIGTERM));
+  signal_top(t, sig);
+  CHECK(terminal_is_sane(t, marker, 128 + sig));
+}
+
+TEST_CASE("top: SIGTERM restores the shell and ends top by that signal (status 143)", "[tmux]") {
+  check_ends_by(SIGTERM, "after-sigterm");
 }
 
 TEST_CASE("top: SIGHUP restores the shell and ends top by that signal (status 129)", "[tmux]") {
-  temp_dir dir;
-  target app(dir.path());
-  tmux_session t;
-  REQUIRE(starts_top(t, "ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3"));
-  signal_top(t, SIGHUP);
-  CHECK(terminal_is_sane(t, "after-sighup", 128 + SIGHUP));
+  check_ends_by(SIGHUP, "after-sighup");
 }
 
 TEST_CASE("top: a SIGHUP it was started with ignored stays ignored (nohup), and q still ends it with 0", "[tmux]") {
