@@ -353,20 +353,6 @@ class basic_cache {
     return erased;
   }
 
-  bool erase_hashed(const K& key, hashed_key h) {
-    if (!slots_) return false;
-    const std::uint32_t pos = find(h.h32(), key);
-    if (pos == npos) return false;
-    const std::uint32_t i = slot_index(slot(pos));
-    table_erase_at(pos);
-    policy_.on_erase(i, h.h32());
-    destroy_node(i);
-    store_.set_next(i, free_head_);
-    free_head_ = i;
-    --size_;
-    return true;
-  }
-
   // Removes every entry and gives every byte back (the account returns to 0).
   void clear() noexcept {
     release_all();
@@ -417,6 +403,22 @@ class basic_cache {
 
   // ---- pre-hashed entry points (sharded_cache) -------------------------------
   hashed_key hash_key(const K& key) const { return detail::hash_of_key(hash_, key); }
+
+  // erase() without the hashing, and without marking a load of this cache's
+  // own (load_and_put) stale: sharded_cache runs its loads itself.
+  bool erase_hashed(const K& key, hashed_key h) {
+    if (!slots_) return false;
+    const std::uint32_t pos = find(h.h32(), key);
+    if (pos == npos) return false;
+    const std::uint32_t i = slot_index(slot(pos));
+    table_erase_at(pos);
+    policy_.on_erase(i, h.h32());
+    destroy_node(i);
+    store_.set_next(i, free_head_);
+    free_head_ = i;
+    --size_;
+    return true;
+  }
 
   // The hit path is inline and short; the miss's work is out of line
   // (see tinylfu_policy::on_hit on why the length of the hit path counts).

@@ -254,7 +254,7 @@ class sharded_cache {
     const hashed_key h = hash_key(key);
     shard& s = shard_for(h);
     std::lock_guard lk(s.mu);
-    const bool erased = s.cache.erase(key);
+    const bool erased = s.cache.erase_hashed(key, h);
     supersede_loads(s, h);
     return erased;
   }
