@@ -70,11 +70,13 @@ struct entry {
   std::uint64_t allocations = 0;
   std::uint64_t frees = 0;
   std::vector<tag_bytes> live_by_tag;
-  std::vector<std::string> tags_used;      // accounts: every tag declared for it (the metrics give each a sample, 0 included)
 
   // folded rows: name is the prefix ("request/") or "(other)"
   std::uint64_t folded_entries = 0;        // scope entries folded into this row
   std::uint64_t peak_sum_bytes = 0;        // sum of their largest peaks
+
+  // accounts, last so that code naming the fields above in order is unchanged
+  std::vector<std::string> tags_used;      // every tag declared for it (the metrics give each a sample, 0 included)
 };
 
 // What the reports say about the table itself.
