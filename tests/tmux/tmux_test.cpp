@@ -237,20 +237,33 @@ TEST_CASE("top: q ends the view while a refresh waits on a stopped target", "[tm
   ::kill(app.pid(), SIGCONT);
 }
 
-TEST_CASE("top: Ctrl-C ends the view while its first refresh waits on a stopped target", "[tmux]") {
+namespace {
+
+// top typed against a target stopped (SIGSTOP) before it: its first refresh
+// waits. The target is continued when the test ends.
+struct top_on_stopped_target {
   temp_dir dir;
-  target app(dir.path());
-  REQUIRE(::kill(app.pid(), SIGSTOP) == 0);
+  target app{dir.path()};
   tmux_session t;
-  t.keys(top_with_long_timeout(dir, app));
-  t.key("Enter");
+  top_on_stopped_target() {
+    REQUIRE(::kill(app.pid(), SIGSTOP) == 0);
+    t.keys(top_with_long_timeout(dir, app));
+    t.key("Enter");
+  }
+  ~top_on_stopped_target() { ::kill(app.pid(), SIGCONT); }
+};
+
+}  // namespace
+
+TEST_CASE("top: Ctrl-C ends the view while its first refresh waits on a stopped target", "[tmux]") {
+  top_on_stopped_target stopped;
+  tmux_session& t = stopped.t;
   REQUIRE(t.wait_for([](const std::string& s) { return s.find("ready$") == std::string::npos; }));  // alternate screen
   std::this_thread::sleep_for(1s);
   const auto start = std::chrono::steady_clock::now();
   t.key("C-c");
   CHECK(terminal_is_sane(t, "after-ctrl-c-stalled", 128 + SIGINT));
   CHECK(std::chrono::steady_clock::now() - start < 8s);
-  ::kill(app.pid(), SIGCONT);
 }
 
 TEST_CASE("top: -n 2 ends the view by itself after its second refresh and restores the shell", "[tmux]") {
@@ -339,19 +352,13 @@ TEST_CASE("top: a refresh without an answer for a second says so on the title li
 }
 
 TEST_CASE("top: a first refresh without an answer shows the title with the seconds waited", "[tmux]") {
-  temp_dir dir;
-  target app(dir.path());
-  REQUIRE(::kill(app.pid(), SIGSTOP) == 0);
-  tmux_session t;
-  t.keys(top_with_long_timeout(dir, app));
-  t.key("Enter");
-  const bool marked = t.wait_for([&](const std::string& s) {
-    return s.rfind("[no answer for 1 s] arenastat top - pid " + app.pid_text(), 0) == 0;
-  });
+  top_on_stopped_target stopped;
+  tmux_session& t = stopped.t;
+  const std::string title = "[no answer for 1 s] arenastat top - pid " + stopped.app.pid_text();
+  const bool marked = t.wait_for([&](const std::string& s) { return s.rfind(title, 0) == 0; });
   INFO(t.last());
   CHECK(marked);
   CHECK(t.last().find("VmRSS") == std::string::npos);  // nothing under the title yet
   t.keys("q");
   CHECK(terminal_is_sane(t, "after-first-stall"));
-  ::kill(app.pid(), SIGCONT);
 }
