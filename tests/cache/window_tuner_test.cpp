@@ -444,9 +444,15 @@ TEST_CASE("sharded tinylfu: threads feeding the shared tuner move it off 1% on r
           "[cache][tuner][sharded][threads]") {
   // Two threads each replay a recency-biased stream (keys apart) at once:
   // sampled accesses try the tuner's lock under a shard's lock (a busy tuner
-  // skips the sample), so which large window wins depends on the
-  // interleaving; on these streams 1% and 20% lose by far (above: more than
-  // 10 points at 1%), so the choice ends at 50% or 99%, and every count adds up.
+  // skips the sample), and the scheduler decides how the two streams
+  // interleave, so which large window wins depends on the run. Replayed in
+  // one thread, alternating slices of each stream (session 21, 2,000
+  // entries): 1% hits 45.4-48.5% at every slice length from 1 to 200,000
+  // accesses; 20% hits 73.4-75.0% with slices up to 2,000 (5 points under
+  // 50% and 99%) and 78.8-79.7% with slices from 10,000 (within 0.4 points
+  // of them, under the 1.5-point gain floor, so the tuner rightly keeps it).
+  // A loaded machine gives the long slices. So: off 1%, a hit rate no fixed
+  // 1% window reaches, and every count adds up.
   const std::vector<u64> keys = recency_keys(200'000);
   sharded_tinylfu_cache<u64, u64> c{"test.tuner.sharded.threads", {.max_entries = 2'000, .shards = 4}};
   // (2,000 entries for two disjoint streams of the 1,000-entry test's shape.)
@@ -458,7 +464,8 @@ TEST_CASE("sharded tinylfu: threads feeding the shared tuner move it off 1% on r
   for (auto& th : pool) th.join();
   const auto s = c.stats();
   CHECK(s.hits + s.misses == 2 * keys.size());
-  CHECK(c.window_percent() >= 50);
+  CHECK(c.window_percent() >= 20);
+  CHECK(s.hit_rate() > 0.70);
 }
 
 TEST_CASE("tinylfu: under a byte bound the ghosts take their room from entries", "[cache][tuner][layout]") {
