@@ -134,3 +134,39 @@ TEST_CASE("own load: a put that throws inside the loader does not make the load 
   CHECK_THROWS_AS(c.get_or_load(2, loader), std::logic_error);
   CHECK(calls == 1);
 }
+
+TEST_CASE("own load: a loader that writes its own key and asks for it every time is refused at the bound",
+          "[cache][load]") {
+  // Each loader erases its key, then asks for it: the ask starts a new load
+  // (the running ones are stale) until max_stale_nested_loads stale loads are
+  // in progress; the next ask is refused, and every load unwinds with it.
+  tinylfu_cache<u64, u64> c{"test.own.restarts", {.max_entries = 8}};
+  unsigned calls = 0;
+  std::function<u64(u64)> loader = [&](u64 k) {
+    ++calls;
+    c.erase(k);
+    return c.get_or_load(k, loader);
+  };
+  CHECK_THROWS_WITH(c.get_or_load(6, loader),
+                    Contains("wrote it and asked for it " + std::to_string(arenastat::max_stale_nested_loads) +
+                             " times over"));
+  CHECK(calls == arenastat::max_stale_nested_loads);  // one loader call per stale load, none beyond
+  CHECK(c.stats().loads == arenastat::max_stale_nested_loads);
+  CHECK(c.size() == 0);
+}
+
+TEST_CASE("own load: stale nested loads of one key below the bound all run", "[cache][load]") {
+  // max_stale_nested_loads - 1 loaders each erase the key and ask again; the
+  // innermost returns 0; each level adds 1 and stores it over the inner one's.
+  lru_cache<u64, u64> c{"test.own.restarts.below", {.max_entries = 8}};
+  const unsigned levels = arenastat::max_stale_nested_loads;
+  unsigned depth = 0;
+  std::function<u64(u64)> loader = [&](u64 k) -> u64 {
+    if (++depth == levels) return 0;
+    c.erase(k);
+    return c.get_or_load(k, loader) + 1;
+  };
+  CHECK(c.get_or_load(2, loader) == levels - 1);
+  CHECK(c.get(2) == levels - 1);
+  CHECK(c.stats().loads == levels);
+}

@@ -11,6 +11,7 @@
 #include <random>
 #include <optional>
 #include <stdexcept>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -168,6 +169,46 @@ TEST_CASE("sharded: a loader asking for its own key gets logic_error, not a wait
   CHECK(outer_calls == 1);
   CHECK(v == 50);
   CHECK(c.get(5) == std::optional<u64>(50));
+}
+
+TEST_CASE("sharded: a loader that writes its own key and asks for it every time is refused at the bound",
+          "[cache][sharded]") {
+  // As basic_cache: each ask after the erase starts a new load (the running
+  // ones are superseded), up to max_stale_nested_loads of them on this thread.
+  sharded_tinylfu_cache<u64, u64> c{"test.sharded.flight.restarts", {.max_entries = 64, .shards = 2}};
+  unsigned calls = 0;
+  std::function<u64(u64)> loader = [&](u64 k) {
+    ++calls;
+    c.erase(k);
+    return c.get_or_load(k, loader);
+  };
+  std::string what;
+  try {
+    c.get_or_load(9, loader);
+  } catch (const std::logic_error& e) {
+    what = e.what();
+  }
+  CHECK(what.find("test.sharded.flight.restarts") != std::string::npos);
+  CHECK(what.find("wrote it and asked for it " + std::to_string(max_stale_nested_loads) + " times over") !=
+        std::string::npos);
+  CHECK(calls == max_stale_nested_loads);
+  CHECK(c.size() == 0);
+  CHECK(c.get_or_load(9, [](u64) -> u64 { return 90; }) == 90);  // no flight left behind
+}
+
+TEST_CASE("sharded: stale nested loads of one key below the bound all run", "[cache][sharded]") {
+  sharded_lru_cache<u64, u64> c{"test.sharded.flight.restarts.below", {.max_entries = 64, .shards = 2}};
+  const unsigned levels = max_stale_nested_loads;
+  unsigned depth = 0;
+  std::function<u64(u64)> loader = [&](u64 k) -> u64 {
+    if (++depth == levels) return 0;
+    c.erase(k);
+    return c.get_or_load(k, loader) + 1;
+  };
+  CHECK(c.get_or_load(2, loader) == levels - 1);
+  // Only the innermost load was not superseded (each outer one's loader
+  // erased its key), so only its value, 0, is stored.
+  CHECK(c.get(2) == std::optional<u64>(0));
 }
 
 TEST_CASE("sharded: loaders on two threads waiting for each other's keys get logic_error, not a deadlock",

@@ -79,6 +79,15 @@
 
 namespace arenastat {
 
+// How many loads of one key, each made stale by a write of that key from
+// inside the next one's loader, may be in progress at once on one thread
+// (get_or_load in both caches). A loader that writes its own key and then
+// asks for it starts a new load (its own is stale); one that does so every
+// time would nest loads until the stack overflows: the ask beyond this many
+// stale loads is refused with std::logic_error. Legitimate code nests one
+// or two.
+inline constexpr unsigned max_stale_nested_loads = 16;
+
 struct cache_options {
   std::size_t max_entries = 0;   // 0: bounded by max_bytes alone
   std::uint64_t max_bytes = 0;   // 0: bounded by max_entries alone
@@ -330,7 +339,7 @@ class basic_cache {
   // is refused with std::logic_error, counting nothing, unless the loader
   // first wrote the key (a put or erase that returned, whatever its result,
   // or a clear: its load is then stale, and a new one starts, as in
-  // sharded_cache).
+  // sharded_cache, up to max_stale_nested_loads stale loads of the key).
   template <class Loader>
   [[gnu::noinline]] V load_and_put(const K& key, hashed_key h, Loader&& loader) {
     if (loading_ != nullptr) [[unlikely]] refuse_own_load(key, h);
@@ -801,12 +810,23 @@ class basic_cache {
     for (load_frame* f = loading_; f != nullptr; f = f->outer)
       if (f->h.full == h.full) f->written = true;
   }
+  // Refuses a load of `key` from inside its own loader: while a load of it
+  // is in progress and not stale, or when max_stale_nested_loads stale ones are.
   [[gnu::noinline]] void refuse_own_load(const K& key, hashed_key h) const {
-    for (const load_frame* f = loading_; f != nullptr; f = f->outer)
-      if (!f->written && f->h.full == h.full && eq_(*f->key, key))
+    unsigned stale = 0;
+    for (const load_frame* f = loading_; f != nullptr; f = f->outer) {
+      if (f->h.full != h.full || !eq_(*f->key, key)) continue;
+      if (!f->written)
         throw std::logic_error("basic_cache '" + name_ +
                                "': get_or_load of a key from inside that key's own loader (the load would call "
                                "its loader again without end)");
+      if (++stale == max_stale_nested_loads) throw_stale_nest();
+    }
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_stale_nest() const {
+    throw std::logic_error("basic_cache '" + name_ + "': get_or_load of a key whose loader wrote it and asked for it " +
+                           std::to_string(max_stale_nested_loads) +
+                           " times over, nested (each load starts another without end)");
   }
 
   // Members in the order an operation touches them. First what a hit

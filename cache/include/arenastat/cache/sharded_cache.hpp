@@ -33,7 +33,8 @@
 // the same key meanwhile waits for that result (or its exception) instead of
 // loading again. A loader that asks for its own key (on its own thread) gets
 // std::logic_error instead of waiting for itself forever (unless it wrote the
-// key first: its load is then superseded and the ask starts a new one), and so does a
+// key first: its load is then superseded and the ask starts a new one, up to
+// max_stale_nested_loads stale loads of the key on the thread), and so does a
 // wait that would close a cycle across threads (A's loader waits for a key B
 // is loading while B's loader waits, directly or through other threads'
 // loads, in any sharded_cache, for a key A is loading: detail/load_waits.hpp),
@@ -274,12 +275,18 @@ class sharded_cache {
       if (std::optional<V> v = silent_hit(s, key, h)) return std::move(*v);
     std::unique_lock lk(s.mu);
     if (std::optional<V> v = s.cache.get_hashed(key, h)) return std::move(*v);
+    unsigned own_stale = 0;
     for (flight* f = s.flights; f != nullptr; f = f->next) {
       if (f->h.full != h.full || !eq_(*f->key, key)) continue;
       // A load that began before a write of the key has a stale value: a
       // caller after that write loads afresh (its flight goes first), its
-      // own loader too (it waits for nothing).
-      if (f->superseded) continue;
+      // own loader too (it waits for nothing), up to max_stale_nested_loads
+      // stale loads of the key on this thread.
+      if (f->superseded) {
+        if (f->loader == std::this_thread::get_id() && ++own_stale == max_stale_nested_loads) [[unlikely]]
+          throw_stale_nest();
+        continue;
+      }
       if (f->loader == std::this_thread::get_id()) [[unlikely]] throw_recursive_load();
       return wait_for(lk, *f);
     }
@@ -496,6 +503,14 @@ class sharded_cache {
   [[noreturn, gnu::cold, gnu::noinline]] void throw_recursive_load() const {
     throw std::logic_error("sharded_cache '" + name_ +
                            "': get_or_load of a key from inside that key's own loader (the load would wait for itself)");
+  }
+
+  // A loader that wrote its own key and asked for it, nested
+  // max_stale_nested_loads times on this thread.
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_stale_nest() const {
+    throw std::logic_error("sharded_cache '" + name_ + "': get_or_load of a key whose loader wrote it and asked for it " +
+                           std::to_string(max_stale_nested_loads) +
+                           " times over, nested (each load starts another without end)");
   }
 
   // Loads on two or more threads whose loaders wait for each other's keys:
