@@ -203,3 +203,78 @@ TEST_CASE("answers held for clients that do not read stay within max_answer_back
   ::close(a);
   ::close(b);
 }
+
+TEST_CASE("a burst of requests that walk the table delays a light request by one of them at most",
+          "[control][connections][threads]") {
+  // 12 clients ask for `stats --json` of 50,000 entries (tens of ms each to
+  // copy and start rendering) and read nothing; a 13th asks for `info`,
+  // sent right after them. The server answers one table-walking request per
+  // turn of its loop and every other request at once, so `info` is answered
+  // once the server has read it, after the heavy request it was busy with
+  // and at most one more (two turns). Answering in arrival order, it came
+  // after all 12 whenever they were read together.
+  temp_dir sockets;
+  target t(sockets.path());
+  REQUIRE(t.command("entries 50000") == "done");
+  const std::string sock = socket_of(sockets, t);
+  constexpr int heavy = 12;
+  std::vector<int> askers;
+  for (int i = 0; i < heavy; ++i) {
+    askers.push_back(connect_to(sock));
+    REQUIRE(askers.back() >= 0);
+  }
+  const int light = connect_to(sock);
+  REQUIRE(light >= 0);
+  for (const int fd : askers) send_all(fd, "stats --json\n");
+  send_all(light, "info\n");
+  const std::string info = read_all(light, 10s);
+  // Which heavy answers had begun by then (their first byte is readable).
+  int started = 0;
+  for (const int fd : askers) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) == 1) ++started;
+  }
+  CHECK(info.rfind("ok\npid ", 0) == 0);
+  CHECK(started <= 2);
+  for (const int fd : askers) CHECK(answer_started(fd));  // every heavy request still gets its turn
+  for (const int fd : askers) ::close(fd);
+  ::close(light);
+}
+
+TEST_CASE("a table-walking request that waits past the response time-out for its turn gets an error line",
+          "[control][connections][threads]") {
+  // A response time-out of 40 ms, counted from the moment a request is
+  // complete: 12 `stats --json` requests of 50,000 entries arrive together
+  // and are answered one per turn, each turn copying the table (well over
+  // 4 ms), so the last ones are still waiting after 40 ms: each gets one
+  // error line naming the wait, and is counted as timed out. The others
+  // begin their answer ("ok"), and are cut off by the same time-out when not read.
+  temp_dir sockets;
+  target t(sockets.path());
+  REQUIRE(t.command("entries 50000") == "done");
+  REQUIRE(t.command("serve 128 0 0 0 40") == "done");
+  const std::string sock = socket_of(sockets, t);
+  std::vector<int> askers;
+  for (int i = 0; i < 12; ++i) {
+    askers.push_back(connect_to(sock));
+    REQUIRE(askers.back() >= 0);
+  }
+  for (const int fd : askers) send_all(fd, "stats --json\n");
+  const std::string expected = "error timed out after 40 ms waiting for its turn behind other requests that walk the "
+                               "table; retry\n";
+  int waited_out = 0, begun = 0;
+  for (const int fd : askers) {
+    const auto [got, error] = read_to_end(fd);
+    if (got == expected) {
+      ++waited_out;
+      CHECK(error == 0);  // the line, then the end of file
+    } else {
+      CHECK(got.rfind("ok\n", 0) == 0);
+      ++begun;
+    }
+    ::close(fd);
+  }
+  CHECK(waited_out >= 1);
+  CHECK(begun >= 1);
+  CHECK(counter(sockets, t, "timed_out") >= static_cast<std::uint64_t>(waited_out));
+}

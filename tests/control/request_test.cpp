@@ -107,3 +107,16 @@ TEST_CASE("the reader stops at max_request_bytes without a newline", "[control][
 TEST_CASE("single_line replaces control characters", "[control][request]") {
   CHECK(single_line("a\nb\rc\x7f") == "a b c ");
 }
+
+TEST_CASE("requests whose answer walks the table are the ones the server answers one per turn",
+          "[control][request]") {
+  // Copies or walks every entry: stats (the report), diff and baseline (a
+  // snapshot), dump (the summary), metrics (the exposition).
+  for (const char* line : {"stats", "stats --json --top=3", "diff", "baseline", "dump", "dump /tmp/x.txt", "metrics",
+                           "metrics --openmetrics", "  stats  \r"})
+    CHECK(walks_table(line));
+  // Constant or small work, and lines answered with one error line.
+  for (const char* line : {"help", "info", "reset", "process", "process --json", "", "nonsense", "info extra",
+                           "stats\x01"})
+    CHECK_FALSE(walks_table(line));
+}

@@ -21,18 +21,18 @@ constexpr std::array metrics_table{
 // In a function: the report's tables live in another file (no static initialisation order to rely on).
 const std::array<command_info, 9>& command_table() {
   static const std::array<command_info, 9> table{{
-    {command::help, "help", {}, "", "list the commands", false},
-    {command::info, "info", {}, "", "pid, program, socket and connection counters of the server", false},
-    {command::stats, "stats", opt::report_specs(), "", "the report of every scope and account", true},
-    {command::baseline, "baseline", {}, "", "record the current entries as the baseline for diff", false},
-    {command::diff, "diff", opt::diff_specs(), "", "every entry's change since the baseline, largest first", true},
-    {command::reset, "reset", {}, "", "reset every peak to its current value", false},
+    {command::help, "help", {}, "", "list the commands", false, false},
+    {command::info, "info", {}, "", "pid, program, socket and connection counters of the server", false, false},
+    {command::stats, "stats", opt::report_specs(), "", "the report of every scope and account", true, true},
+    {command::baseline, "baseline", {}, "", "record the current entries as the baseline for diff", false, true},
+    {command::diff, "diff", opt::diff_specs(), "", "every entry's change since the baseline, largest first", true, true},
+    {command::reset, "reset", {}, "", "reset every peak to its current value", false, false},
     {command::process, "process", process_table, "",
-     "VmRSS, VmHWM, RssAnon and jemalloc's figures when jemalloc is in use", true},
+     "VmRSS, VmHWM, RssAnon and jemalloc's figures when jemalloc is in use", true, false},
     {command::dump, "dump", {}, "[PATH]",
-     "write the summary to PATH (default arenastat.<pid>.<YYYYmmddHHMMSS>.txt) and print its path", true},
+     "write the summary to PATH (default arenastat.<pid>.<YYYYmmddHHMMSS>.txt) and print its path", true, true},
     {command::metrics, "metrics", metrics_table, "",
-     "the Prometheus exposition (text format 0.0.4, or OpenMetrics 1.0.0)", true},
+     "the Prometheus exposition (text format 0.0.4, or OpenMetrics 1.0.0)", true, true},
   }};
   return table;
 }
@@ -130,6 +130,17 @@ parse_result parse_request(std::string_view line) {
                 detail::escape_text(rest.substr(0, 64)) + "'");
   }
   return {request{info->cmd, std::string(rest)}, {}};
+}
+
+bool walks_table(std::string_view line) noexcept {
+  try {
+    const parse_result r = parse_request(line);
+    if (!r.value) return false;
+    for (const command_info& c : command_table())
+      if (c.cmd == r.value->cmd) return c.walks_table;
+  } catch (...) {  // out of memory: answered at once (its answer will say so)
+  }
+  return false;
 }
 
 request_reader::state request_reader::feed(std::string_view bytes) {

@@ -33,6 +33,10 @@ struct command_info {
   std::string_view operands;           // synopsis of what follows the options ("[PATH]"), "" for none
   std::string_view description;        // one line
   bool takes_arguments;
+  // Its answer copies or walks every entry (time grows with the table): the
+  // server answers one such request per turn of its loop, the others at once
+  // (control_server.cpp), so a burst of them does not hold the others up.
+  bool walks_table;
 };
 
 // Synopsis of what may follow the command: "[-H] [--json]", "[PATH]", "".
@@ -57,6 +61,10 @@ std::span<const command_info> commands() noexcept;
 
 // The entry for `name`, or nullptr for a word that names no command.
 const command_info* find_command(std::string_view name) noexcept;
+// Whether a complete request line asks for a command whose answer walks the
+// table (command_info::walks_table); false for a line that does not parse
+// (its answer is one error line).
+bool walks_table(std::string_view line) noexcept;
 
 struct request {
   command cmd = command::help;

@@ -167,6 +167,7 @@ struct client {
   std::optional<report_stream> rest;   // the rest of a streamed answer, rendered as it is sent
   std::size_t sent = 0;
   bool writing = false;
+  bool queued = false;              // a complete request waiting for its turn (walks the table)
   clock::time_point connected;
   clock::time_point deadline;
   clock::time_point last_progress;  // last time the client took bytes of its answer
@@ -214,7 +215,10 @@ class server_loop {
       // Out of descriptors: stop polling the listener for a moment rather than spin.
       const bool accepting = clock::now() >= accept_paused_until_;
       fds.push_back({s_.listen_fd, static_cast<short>(accepting ? POLLIN : 0), 0});
-      for (const client& c : clients_) fds.push_back({c.fd, static_cast<short>(c.writing ? POLLOUT : POLLIN), 0});
+      // A queued client is watched for a hang-up only (POLLHUP and POLLERR
+      // come without asking): what it sends after its line stays unread.
+      for (const client& c : clients_)
+        fds.push_back({c.fd, static_cast<short>(c.writing ? POLLOUT : c.queued ? 0 : POLLIN), 0});
       const int n = ::poll(fds.data(), fds.size(), poll_timeout_ms());
       if (n < 0) {
         if (errno == EINTR) continue;
@@ -226,6 +230,7 @@ class server_loop {
       for (std::size_t i = 0; i < clients_.size(); ++i) {
         if (fds[i + 2].revents != 0 && clients_[i].fd >= 0) serve(clients_[i], fds[i + 2].revents);
       }
+      answer_next_queued();
       expire_deadlines();
       std::erase_if(clients_, [](const client& c) { return c.fd < 0; });
       if (fds[1].revents != 0) accept_all();
@@ -236,7 +241,7 @@ class server_loop {
     // one still sending its request is closed in order.
     for (client& c : clients_) {
       if (c.fd < 0) continue;
-      if (c.writing) ::close(c.fd);
+      if (c.writing || c.queued) ::close(c.fd);
       else drain_and_close(c.fd);
     }
     clients_.clear();
@@ -244,6 +249,7 @@ class server_loop {
 
  private:
   int poll_timeout_ms() const {
+    if (std::any_of(clients_.begin(), clients_.end(), [](const client& c) { return c.queued; })) return 0;
     const bool paused = clock::now() < accept_paused_until_;
     if (clients_.empty() && !paused) return -1;
     clock::time_point first = paused ? accept_paused_until_ : clients_.front().deadline;
@@ -324,7 +330,8 @@ class server_loop {
     for (client& c : clients_) {
       if (c.fd < 0) continue;
       ++total;
-      if (!c.writing && (oldest_idle == nullptr || c.connected < oldest_idle->connected)) oldest_idle = &c;
+      if (!c.writing && !c.queued && (oldest_idle == nullptr || c.connected < oldest_idle->connected))
+        oldest_idle = &c;
     }
     if (total < s_.opts.max_clients) return true;
     if (oldest_idle != nullptr) {
@@ -398,6 +405,10 @@ class server_loop {
       if (revents & (POLLOUT | POLLERR | POLLHUP)) write_some(c);
       return;
     }
+    if (c.queued) {  // it hung up while waiting for its turn: nobody to answer
+      if (revents & (POLLERR | POLLHUP)) drop(c);
+      return;
+    }
     char buf[1024];
     for (;;) {
       // Up to the LF and no further: what the client sends after its line
@@ -433,7 +444,33 @@ class server_loop {
     }
   }
 
+  // Fair turns. A request whose answer walks the table (stats, diff,
+  // baseline, dump, metrics: tens of milliseconds on a large table) waits
+  // in a queue, and each turn of the loop answers the one that waited
+  // longest, after reading every client and answering every other request
+  // at once; so a burst of such requests delays an `info` or `help` by one
+  // of them at most, not by the whole burst. A queued request's response
+  // time-out runs from the moment it was complete.
   void answer(client& c) {
+    if (wire::walks_table(c.reader.line())) {
+      c.queued = true;
+      c.last_progress = clock::now();  // for make_room_for: the wait counts from here
+      c.deadline = c.last_progress + s_.opts.response_timeout;
+      return;
+    }
+    answer_now(c);
+  }
+
+  void answer_next_queued() {
+    client* first = nullptr;
+    for (client& c : clients_)
+      if (c.fd >= 0 && c.queued && (first == nullptr || c.last_progress < first->last_progress)) first = &c;
+    if (first == nullptr) return;
+    first->queued = false;
+    answer_now(*first);
+  }
+
+  void answer_now(client& c) {
     const std::string line(c.reader.line());
     if (!wire::parse_request(line).value) counts_.bad_requests.fetch_add(1, std::memory_order_relaxed);
     respond(c, answer_request(line));
@@ -499,6 +536,12 @@ class server_loop {
       counts_.timed_out.fetch_add(1, std::memory_order_relaxed);
       if (c.writing) {
         drop(c);
+        continue;
+      }
+      if (c.queued) {
+        best_effort_send(c.fd, "error timed out after " + std::to_string(s_.opts.response_timeout.count()) +
+                                   " ms waiting for its turn behind other requests that walk the table; retry\n");
+        finish(c);
         continue;
       }
       best_effort_send(c.fd, "error timed out after " + std::to_string(s_.opts.request_timeout.count()) +
