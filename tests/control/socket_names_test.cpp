@@ -2,6 +2,8 @@
 // writes them (socket_naming.hpp): the pid as std::to_string spells it.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <string>
 
 #include "socket_naming.hpp"
@@ -29,4 +31,16 @@ TEST_CASE("a temporary name is a pid only as the server writes it", "[control][n
   CHECK_FALSE(naming::pid_of_temporary_name(".007.tmp"));
   CHECK_FALSE(naming::pid_of_temporary_name(".0.tmp"));
   CHECK_FALSE(naming::pid_of_temporary_name("7.tmp"));
+}
+
+TEST_CASE("a process of this pid namespace has no innermost pid of its own", "[control][naming]") {
+  // NSpid lists one pid for a process of the reader's namespace (the
+  // contained case, two pids, is end to end in namespaces_test.cpp).
+  CHECK_FALSE(arenastat::naming::innermost_pid(::getpid()).has_value());
+  CHECK_FALSE(arenastat::naming::innermost_pid(999'999'999).has_value());  // no such process
+}
+
+TEST_CASE("a uid is itself inside this process's own user namespace", "[control][naming]") {
+  CHECK(arenastat::naming::uid_inside(::getpid(), ::geteuid()) == ::geteuid());
+  CHECK_FALSE(arenastat::naming::uid_inside(999'999'999, 0).has_value());
 }

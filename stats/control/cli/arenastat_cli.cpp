@@ -284,6 +284,69 @@ trusted_dir wait_for_socket(long pid, const std::string& dir_path, const expecte
                                       " ms (still starting, or it failed to start: see its stderr); retry"};
 }
 
+// The socket of `pid`, a process in a pid namespace below this one's, whose
+// pid there is `inner` (a container, `unshare --pid`): it is named after
+// `inner`, in the directory its own environment chose (its
+// ARENASTAT_SOCKET_DIR, else /tmp/arenastat-<its uid there>), in its own
+// mount namespace: reached through /proc/<pid>/root with every link confined
+// to that root (trusted_dir::open_in_root). Waits for it as wait_for_socket
+// does. Returns the checked directory; `name` gets the socket's name.
+trusted_dir nested_socket(long pid, long inner, const expected_owner& owner, int timeout_ms, std::string& name) {
+  const std::string who = "process " + std::to_string(pid) + " (pid " + std::to_string(inner) +
+                          " in its own pid namespace)";
+  const std::string root_shown = "/proc/" + std::to_string(pid) + "/root";
+  const int root_fd = ::open(root_shown.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) {
+    const int err = errno;
+    if (naming::process_gone(pid)) throw failure{exit_unreachable, "no process with pid " + std::to_string(pid) + " (it has exited)"};
+    if (err == EACCES || err == EPERM) {
+      throw failure{exit_unreachable, "permission denied opening " + root_shown + ", where the socket of " + who +
+                                          " is seen from here: run arenastat as root"};
+    }
+    throw failure{exit_unreachable, "cannot open " + root_shown + " (the root of " + who + "): " + error_text(err)};
+  }
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } guard{root_fd};
+  std::string inside, origin;
+  if (std::optional<std::string> theirs = start_environment(pid, "ARENASTAT_SOCKET_DIR"); theirs && !theirs->empty()) {
+    while (theirs->size() > 1 && theirs->back() == '/') theirs->pop_back();
+    inside = std::move(*theirs);
+    origin = " (its ARENASTAT_SOCKET_DIR)";
+  } else {
+    const std::optional<uid_t> uid = naming::uid_inside(pid, owner.uid);
+    if (!uid) {
+      throw failure{exit_unreachable, "cannot tell the uid of " + who + " in its user namespace (/proc/" +
+                                          std::to_string(pid) + "/uid_map has no line for uid " +
+                                          std::to_string(owner.uid) + ")"};
+    }
+    inside = naming::default_socket_dir(*uid);
+  }
+  name = naming::socket_name(inner);
+  const std::string path = shown_path(root_shown + naming::socket_path(inside, inner)) + origin;
+  const bool starts_server = start_environment(pid, "ARENASTAT_CONTROL") == std::optional<std::string>("1");
+  const int wait_ms = starts_server ? std::min(timeout_ms, startup_wait_ms) : 0;
+  const auto until = clock_type::now() + std::chrono::milliseconds(wait_ms);
+  for (;;) {
+    if (std::optional<trusted_dir> dir = trusted_dir::open_in_root(root_fd, root_shown, inside, origin, owner)) {
+      if (check_socket(*dir, name, owner)) return std::move(*dir);
+    }
+    if (naming::process_gone(pid)) {
+      throw failure{exit_unreachable, "no process with pid " + std::to_string(pid) + " (it has exited)"};
+    }
+    if (clock_type::now() >= until) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!starts_server) {
+    throw failure{exit_unreachable, who + " has no control socket at " + path +
+                                        ": start it with ARENASTAT_CONTROL=1 (or call arenastat::control::start())"};
+  }
+  throw failure{exit_unreachable, who + " has no control socket at " + path + " yet: it was started with "
+                                      "ARENASTAT_CONTROL=1 but its server is not up after " + std::to_string(wait_ms) +
+                                      " ms (still starting, or it failed to start: see its stderr); retry"};
+}
+
 // Throws `interrupted` when `watch` asks to stop.
 void stop_if_asked(const interruption& watch) {
   if (watch.stop && watch.stop()) throw interrupted{};
@@ -492,10 +555,16 @@ std::string ask_target(long pid, const std::string& line, int timeout_ms, const 
                                         " (it has exited?); run 'arenastat' to list the processes you can query"};
   }
   const expected_owner owner{*uid, "uid " + std::to_string(*uid) + " (the owner of " + who + ")"};
-  const std::string dir_path = naming::socket_dir(*uid);
-  const std::string name = naming::socket_name(pid);
-  std::optional<trusted_dir> dir = trusted_dir::open(dir_path, owner);
-  if (!dir || !check_socket(*dir, name, owner)) dir = wait_for_socket(pid, dir_path, owner, timeout_ms);
+  std::string name;
+  std::optional<trusted_dir> dir;
+  if (const std::optional<long> inner = naming::innermost_pid(pid)) {
+    dir = nested_socket(pid, *inner, owner, timeout_ms, name);
+  } else {
+    const std::string dir_path = naming::socket_dir(*uid);
+    name = naming::socket_name(pid);
+    dir = trusted_dir::open(dir_path, owner);
+    if (!dir || !check_socket(*dir, name, owner)) dir = wait_for_socket(pid, dir_path, owner, timeout_ms);
+  }
 
   const int fd = connect_in(*dir, name, pid, deadline, timeout_ms);
   struct closer {

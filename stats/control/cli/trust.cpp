@@ -2,7 +2,9 @@
 #include "trust.hpp"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <poll.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -52,7 +54,55 @@ std::optional<trusted_dir> trusted_dir::open(const std::string& path, const expe
     }
     throw failure{exit_unreachable, "cannot open the socket directory " + shown_dir(path) + ": " + error_text(err)};
   }
-  trusted_dir dir(fd, path);
+  return checked(fd, path, std::nullopt, owner);
+}
+
+std::optional<trusted_dir> trusted_dir::open_in_root(int root_fd, const std::string& root_shown,
+                                                     const std::string& inside, const std::string& origin,
+                                                     const expected_owner& owner) {
+  const std::string path = root_shown + inside;
+  const std::string what = "refusing socket directory " + shown_path(path) + origin + ": ";
+  if (const std::string problem = naming::socket_dir_problem(inside); !problem.empty()) {
+    throw failure{exit_refused, what + problem};
+  }
+  open_how how{};
+  how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  const std::string relative = inside.substr(inside.find_first_not_of('/') == std::string::npos
+                                                 ? inside.size()
+                                                 : inside.find_first_not_of('/'));
+  const int fd = static_cast<int>(::syscall(SYS_openat2, root_fd, relative.empty() ? "." : relative.c_str(), &how,
+                                            sizeof how));
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return std::nullopt;
+    if (err == ELOOP || err == ENOTDIR) {
+      // The last part itself, opened as a path without following it (confined too).
+      open_how itself{};
+      itself.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+      itself.resolve = how.resolve;
+      const int p = static_cast<int>(::syscall(SYS_openat2, root_fd, relative.c_str(), &itself, sizeof itself));
+      struct stat st {};
+      const bool link = p >= 0 && ::fstat(p, &st) == 0 && S_ISLNK(st.st_mode);
+      if (p >= 0) ::close(p);
+      if (link || err == ELOOP) throw failure{exit_refused, what + "it is a symbolic link"};
+      throw failure{exit_refused, what + "it is not a directory"};
+    }
+    if (err == EACCES) {
+      throw failure{exit_unreachable, "permission denied opening the socket directory " + shown_path(path) + origin +
+                                          ": run arenastat as " + owner.described + " or as root"};
+    }
+    throw failure{exit_unreachable, "cannot open the socket directory " + shown_path(path) + origin + ": " +
+                                        error_text(err)};
+  }
+  return checked(fd, path, origin, owner);
+}
+
+trusted_dir trusted_dir::checked(int fd, std::string path, std::optional<std::string> origin,
+                                 const expected_owner& owner) {
+  trusted_dir dir(fd, std::move(path));
+  dir.origin_ = std::move(origin);
+  const std::string what = "refusing socket directory " + dir.shown() + ": ";
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw failure{exit_unreachable, "cannot inspect " + dir.shown() + ": " + error_text(errno)};
   if (st.st_uid != owner.uid) {
@@ -66,7 +116,8 @@ std::optional<trusted_dir> trusted_dir::open(const std::string& path, const expe
   return dir;
 }
 
-trusted_dir::trusted_dir(trusted_dir&& other) noexcept : fd_(other.fd_), path_(std::move(other.path_)) {
+trusted_dir::trusted_dir(trusted_dir&& other) noexcept
+    : fd_(other.fd_), path_(std::move(other.path_)), origin_(std::move(other.origin_)) {
   other.fd_ = -1;
 }
 
@@ -75,6 +126,7 @@ trusted_dir& trusted_dir::operator=(trusted_dir&& other) noexcept {
     if (fd_ >= 0) ::close(fd_);
     fd_ = other.fd_;
     path_ = std::move(other.path_);
+    origin_ = std::move(other.origin_);
     other.fd_ = -1;
   }
   return *this;

@@ -35,6 +35,14 @@ class trusted_dir {
  public:
   // nullopt when `path` does not exist; throws failure for any other problem.
   static std::optional<trusted_dir> open(const std::string& path, const expected_owner& owner);
+  // The same for the directory `inside` (absolute) as seen from the root
+  // directory `root_fd` of another mount namespace (/proc/<pid>/root, shown
+  // as `root_shown`): resolved with every symbolic link on the way confined
+  // to that root (openat2 RESOLVE_IN_ROOT), so a link planted in a container
+  // cannot lead to this namespace's files. `origin` follows the directory in
+  // messages (" (its ARENASTAT_SOCKET_DIR)" or "").
+  static std::optional<trusted_dir> open_in_root(int root_fd, const std::string& root_shown, const std::string& inside,
+                                                 const std::string& origin, const expected_owner& owner);
 
   trusted_dir(trusted_dir&& other) noexcept;
   trusted_dir& operator=(trusted_dir&& other) noexcept;
@@ -44,13 +52,16 @@ class trusted_dir {
   int fd() const noexcept { return fd_; }
   const std::string& path() const noexcept { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
-  std::string shown() const { return shown_dir(path_); }
+  std::string shown() const { return origin_ ? shown_path(path_) + *origin_ : shown_dir(path_); }
   std::string shown_file(const std::string& name) const { return shown_path(file(name)); }
 
  private:
   trusted_dir(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  // Checks the opened directory (fd, owned by the result from here on).
+  static trusted_dir checked(int fd, std::string path, std::optional<std::string> origin, const expected_owner& owner);
   int fd_;
   std::string path_;
+  std::optional<std::string> origin_;  // set by open_in_root: messages name the directory with it
 };
 
 // Checks the socket `name` in `dir` without following a link: false when it

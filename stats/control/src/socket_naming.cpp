@@ -9,9 +9,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <cstdlib>
+#include <vector>
 
 namespace arenastat::naming {
 namespace {
@@ -173,6 +175,70 @@ bool nobody_listens(int dirfd, const char* name) {
   const int err = errno;
   ::close(fd);  // a listening server sees a client that sent nothing, and closes it
   return r != 0 && err == ECONNREFUSED;
+}
+
+namespace {
+
+// A small /proc file, whole (at most 64 KiB: status and uid_map are far
+// smaller); nullopt when unreadable.
+std::optional<std::string> small_proc_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string all;
+  char buf[4096];
+  ssize_t n = 0;
+  while (all.size() < 65536 && (n = ::read(fd, buf, sizeof buf)) > 0) all.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  if (n < 0) return std::nullopt;
+  return all;
+}
+
+// The decimal numbers of `line` separated by blanks, or nullopt when anything
+// else is there or a number does not fit.
+std::optional<std::vector<unsigned long long>> numbers_of(std::string_view line) {
+  std::vector<unsigned long long> out;
+  std::size_t at = 0;
+  for (;;) {
+    while (at < line.size() && (line[at] == ' ' || line[at] == '\t')) ++at;
+    if (at == line.size()) return out;
+    unsigned long long v = 0;
+    const std::size_t start = at;
+    for (; at < line.size() && line[at] >= '0' && line[at] <= '9'; ++at) {
+      if (v > (~0ULL - 9) / 10) return std::nullopt;
+      v = v * 10 + static_cast<unsigned>(line[at] - '0');
+    }
+    if (at == start || (at < line.size() && line[at] != ' ' && line[at] != '\t')) return std::nullopt;
+    out.push_back(v);
+  }
+}
+
+}  // namespace
+
+std::optional<long> innermost_pid(long pid) {
+  const std::optional<std::string> status = small_proc_file("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return std::nullopt;
+  const std::size_t at = status->find("\nNSpid:");
+  if (at == std::string::npos) return std::nullopt;
+  const std::size_t from = at + 7, end = std::min(status->find('\n', from), status->size());
+  const auto pids = numbers_of(std::string_view(*status).substr(from, end - from));
+  if (!pids || pids->size() < 2 || pids->back() == 0 || pids->back() > 0x7fffffffULL) return std::nullopt;
+  return static_cast<long>(pids->back());
+}
+
+std::optional<uid_t> uid_inside(long pid, uid_t uid) {
+  const std::optional<std::string> map = small_proc_file("/proc/" + std::to_string(pid) + "/uid_map");
+  if (!map) return std::nullopt;
+  // Lines "inside outside count": `uid` is outside + k for k < count.
+  for (std::size_t at = 0; at < map->size();) {
+    const std::size_t end = std::min(map->find('\n', at), map->size());
+    const auto v = numbers_of(std::string_view(*map).substr(at, end - at));
+    at = end + 1;
+    if (!v || v->size() != 3) continue;
+    const unsigned long long inside = (*v)[0], outside = (*v)[1], count = (*v)[2];
+    if (uid >= outside && uid - outside < count && inside + (uid - outside) <= 0xfffffffeULL)
+      return static_cast<uid_t>(inside + (uid - outside));
+  }
+  return std::nullopt;
 }
 
 std::optional<uid_t> process_uid(long pid) {

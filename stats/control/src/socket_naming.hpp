@@ -73,6 +73,17 @@ std::optional<char> process_state(long pid);
 // that is not dumpable), or nullopt when the process does not exist.
 std::optional<uid_t> process_uid(long pid);
 
+// A process in a pid namespace below this one's (a container, `unshare
+// --pid`): its pid in its own namespace, the last of the NSpid values in
+// /proc/<pid>/status, which names its socket there. nullopt for a process of
+// this namespace (one value), and when the file is unreadable or malformed.
+std::optional<long> innermost_pid(long pid);
+
+// What `uid` (a uid as this process sees it) is inside the user namespace of
+// `pid`, from /proc/<pid>/uid_map (the same uid without a user namespace);
+// nullopt when the map has no line for it or cannot be read.
+std::optional<uid_t> uid_inside(long pid, uid_t uid);
+
 // Longest path a sockaddr_un holds (107 on Linux).
 std::size_t max_socket_path();
 

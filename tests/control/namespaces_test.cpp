@@ -1,0 +1,115 @@
+// The CLI on the host against a process in its own pid and mount namespace
+// (a container; here `unshare --pid --mount` with a private /tmp): it is
+// named by its pid here, and its socket, named after its pid there, is
+// reached through /proc/<pid>/root (docs/cli.md, "Processes in containers").
+// unshare needs root: run as another user these report themselves skipped.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "harness.hpp"
+
+using namespace control_test;
+
+namespace {
+
+// control_target as pid 1 of a new pid namespace, in a new mount namespace
+// whose /tmp is a fresh tmpfs (so its socket is not in this namespace's /tmp).
+class contained_target {
+ public:
+  explicit contained_target(env_map extra = {}) {
+    extra.emplace("ARENASTAT_CONTROL", "1");
+    p_ = spawn("/usr/bin/unshare",
+               {"--pid", "--fork", "--kill-child", "--mount", "--propagation", "private", "sh", "-c",
+                "mount -t tmpfs tmpfs /tmp && exec \"$0\"", target_path},
+               extra);
+    ready_ = read_line(p_.out);
+    // The target is unshare's only child: its pid here.
+    std::ifstream children("/proc/" + std::to_string(p_.pid) + "/task/" + std::to_string(p_.pid) + "/children");
+    children >> pid_;
+  }
+  ~contained_target() {
+    ::kill(p_.pid, SIGKILL);  // --kill-child: the target gets SIGKILL too
+    ::waitpid(p_.pid, nullptr, 0);
+    ::close(p_.in);
+    ::close(p_.out);
+    ::close(p_.err);
+  }
+  contained_target(const contained_target&) = delete;
+  contained_target& operator=(const contained_target&) = delete;
+
+  const std::string& ready() const { return ready_; }
+  long pid() const { return pid_; }
+  std::string pid_text() const { return std::to_string(pid_); }
+  std::string root() const { return "/proc/" + pid_text() + "/root"; }
+
+ private:
+  spawned p_;
+  std::string ready_;
+  long pid_ = -1;
+};
+
+bool skip_unless_root() {
+  if (::geteuid() == 0) return false;
+  WARN("skipped: needs root to make pid and mount namespaces with unshare (running as uid " << ::geteuid() << ")");
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("as root, a process in its own pid namespace is queried by its pid here", "[control][uid][namespaces]") {
+  if (skip_unless_root()) return;
+  contained_target t;
+  REQUIRE(t.ready() == "ready 1");  // pid 1 there
+  REQUIRE(t.pid() > 1);
+  // The CLI's own socket directory says nothing of the container's.
+  const cli_result r = run_cli({t.pid_text(), "info"}, {{"ARENASTAT_SOCKET_DIR", "/nonexistent/socks"}});
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.rfind("pid 1\nprogram control_target\nsocket /tmp/arenastat-0/1.sock\n", 0) == 0);
+  const cli_result s = run_cli({t.pid_text(), "stats", "--json"}, {});
+  CHECK(s.status == 0);
+  CHECK(s.out.find("\"cache/items\"") != std::string::npos);
+}
+
+TEST_CASE("as root, a contained process's ARENASTAT_SOCKET_DIR is read from its environment",
+          "[control][uid][namespaces]") {
+  if (skip_unless_root()) return;
+  contained_target t(env_map{{"ARENASTAT_SOCKET_DIR", "/tmp/inner-socks"}});
+  REQUIRE(t.ready() == "ready 1");
+  const cli_result r = run_cli({t.pid_text(), "info"}, {});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("\nsocket /tmp/inner-socks/1.sock\n") != std::string::npos);
+}
+
+TEST_CASE("as root, a contained process's socket directory replaced by a symbolic link is refused (exit 4)",
+          "[control][uid][namespaces]") {
+  if (skip_unless_root()) return;
+  contained_target t(env_map{{"ARENASTAT_SOCKET_DIR", "/tmp/inner-socks"}});
+  REQUIRE(t.ready() == "ready 1");
+  // Seen from here through its root: the directory moved, a link in its place.
+  const std::string tmp = t.root() + "/tmp";
+  REQUIRE(std::rename((tmp + "/inner-socks").c_str(), (tmp + "/moved").c_str()) == 0);
+  REQUIRE(::symlink("moved", (tmp + "/inner-socks").c_str()) == 0);
+  const cli_result r = run_cli({t.pid_text(), "info"}, {});
+  CHECK(r.status == 4);
+  CHECK(r.out.empty());
+  CHECK(r.err == "arenastat: refusing socket directory '" + tmp +
+                     "/inner-socks' (its ARENASTAT_SOCKET_DIR): it is a symbolic link\n");
+}
+
+TEST_CASE("as root, a contained process without its socket is named with both pids (exit 3)",
+          "[control][uid][namespaces]") {
+  if (skip_unless_root()) return;
+  contained_target t(env_map{{"ARENASTAT_SOCKET_DIR", "/tmp/inner-socks"}});
+  REQUIRE(t.ready() == "ready 1");
+  REQUIRE(std::remove((t.root() + "/tmp/inner-socks/1.sock").c_str()) == 0);
+  const cli_result r = run_cli({"--timeout=300", t.pid_text(), "info"}, {});
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: process " + t.pid_text() + " (pid 1 in its own pid namespace) has no control socket at '" +
+                     t.root() + "/tmp/inner-socks/1.sock' (its ARENASTAT_SOCKET_DIR) yet: it was started with "
+                     "ARENASTAT_CONTROL=1 but its server is not up after 300 ms (still starting, or it failed to "
+                     "start: see its stderr); retry\n");
+}
