@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory_resource>
 #include <new>
 #include <thread>
@@ -27,6 +28,21 @@ std::vector<std::uint64_t> lru_order(const Cache& c) {
   std::vector<std::uint64_t> keys;
   c.policy().for_each([&](std::uint32_t i) { keys.push_back(c.key_at(i)); });
   return keys;
+}
+
+// Loads `key` through `levels` nested loads of it: each loader but the
+// innermost erases the key and asks for it again (its own load is then
+// stale), the innermost returns 0, and each level adds 1. Returns the
+// outermost value (levels - 1 when every level ran).
+template <class Cache>
+std::uint64_t load_nested(Cache& c, std::uint64_t key, unsigned levels) {
+  unsigned depth = 0;
+  std::function<std::uint64_t(std::uint64_t)> loader = [&](std::uint64_t k) -> std::uint64_t {
+    if (++depth == levels) return 0;
+    c.erase(k);
+    return c.get_or_load(k, loader) + 1;
+  };
+  return c.get_or_load(key, loader);
 }
 
 // Releases every thread at once.

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "arenastat/cache/cache.hpp"
+#include "cache_test_support.hpp"
 
 using arenastat::lru_cache;
 using arenastat::tinylfu_cache;
@@ -160,13 +161,7 @@ TEST_CASE("own load: stale nested loads of one key below the bound all run", "[c
   // innermost returns 0; each level adds 1 and stores it over the inner one's.
   lru_cache<u64, u64> c{"test.own.restarts.below", {.max_entries = 8}};
   const unsigned levels = arenastat::max_stale_nested_loads;
-  unsigned depth = 0;
-  std::function<u64(u64)> loader = [&](u64 k) -> u64 {
-    if (++depth == levels) return 0;
-    c.erase(k);
-    return c.get_or_load(k, loader) + 1;
-  };
-  CHECK(c.get_or_load(2, loader) == levels - 1);
+  CHECK(cache_test::load_nested(c, 2, levels) == levels - 1);
   CHECK(c.get(2) == levels - 1);
   CHECK(c.stats().loads == levels);
 }

@@ -199,13 +199,7 @@ TEST_CASE("sharded: a loader that writes its own key and asks for it every time 
 TEST_CASE("sharded: stale nested loads of one key below the bound all run", "[cache][sharded]") {
   sharded_lru_cache<u64, u64> c{"test.sharded.flight.restarts.below", {.max_entries = 64, .shards = 2}};
   const unsigned levels = max_stale_nested_loads;
-  unsigned depth = 0;
-  std::function<u64(u64)> loader = [&](u64 k) -> u64 {
-    if (++depth == levels) return 0;
-    c.erase(k);
-    return c.get_or_load(k, loader) + 1;
-  };
-  CHECK(c.get_or_load(2, loader) == levels - 1);
+  CHECK(cache_test::load_nested(c, 2, levels) == levels - 1);
   // Only the innermost load was not superseded (each outer one's loader
   // erased its key), so only its value, 0, is stored.
   CHECK(c.get(2) == std::optional<u64>(0));

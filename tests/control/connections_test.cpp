@@ -47,6 +47,16 @@ int reader_with_extra_byte(const temp_dir& sockets, target& t) {
   return fd;
 }
 
+// `n` clients connected to `socket`, none of which has sent anything.
+std::vector<int> connected(const std::string& socket, int n) {
+  std::vector<int> fds;
+  for (int i = 0; i < n; ++i) {
+    fds.push_back(connect_to(socket));
+    REQUIRE(fds.back() >= 0);
+  }
+  return fds;
+}
+
 // Everything `fd` receives until the end of file (error 0) or an error (its
 // errno), 10 s at most.
 std::pair<std::string, int> read_to_end(int fd) {
@@ -217,12 +227,7 @@ TEST_CASE("a burst of requests that walk the table delays a light request by one
   target t(sockets.path());
   REQUIRE(t.command("entries 50000") == "done");
   const std::string sock = socket_of(sockets, t);
-  constexpr int heavy = 12;
-  std::vector<int> askers;
-  for (int i = 0; i < heavy; ++i) {
-    askers.push_back(connect_to(sock));
-    REQUIRE(askers.back() >= 0);
-  }
+  const std::vector<int> askers = connected(sock, 12);
   const int light = connect_to(sock);
   REQUIRE(light >= 0);
   for (const int fd : askers) send_all(fd, "stats --json\n");
@@ -254,11 +259,7 @@ TEST_CASE("a table-walking request that waits past the response time-out for its
   REQUIRE(t.command("entries 50000") == "done");
   REQUIRE(t.command("serve 128 0 0 0 40") == "done");
   const std::string sock = socket_of(sockets, t);
-  std::vector<int> askers;
-  for (int i = 0; i < 12; ++i) {
-    askers.push_back(connect_to(sock));
-    REQUIRE(askers.back() >= 0);
-  }
+  const std::vector<int> askers = connected(sock, 12);
   for (const int fd : askers) send_all(fd, "stats --json\n");
   const std::string expected = "error timed out after 40 ms waiting for its turn behind other requests that walk the "
                                "table; retry\n";

@@ -88,6 +88,14 @@ namespace arenastat {
 // or two.
 inline constexpr unsigned max_stale_nested_loads = 16;
 
+namespace detail {
+// The refusal past max_stale_nested_loads, for `kind` ("basic_cache") `name`.
+inline std::string stale_nest_message(std::string_view kind, const std::string& name) {
+  return std::string(kind) + " '" + name + "': get_or_load of a key whose loader wrote it and asked for it " +
+         std::to_string(max_stale_nested_loads) + " times over, nested (each load starts another without end)";
+}
+}  // namespace detail
+
 struct cache_options {
   std::size_t max_entries = 0;   // 0: bounded by max_bytes alone
   std::uint64_t max_bytes = 0;   // 0: bounded by max_entries alone
@@ -824,9 +832,7 @@ class basic_cache {
     }
   }
   [[noreturn, gnu::cold, gnu::noinline]] void throw_stale_nest() const {
-    throw std::logic_error("basic_cache '" + name_ + "': get_or_load of a key whose loader wrote it and asked for it " +
-                           std::to_string(max_stale_nested_loads) +
-                           " times over, nested (each load starts another without end)");
+    throw std::logic_error(detail::stale_nest_message("basic_cache", name_));
   }
 
   // Members in the order an operation touches them. First what a hit

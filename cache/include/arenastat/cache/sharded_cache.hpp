@@ -508,9 +508,7 @@ class sharded_cache {
   // A loader that wrote its own key and asked for it, nested
   // max_stale_nested_loads times on this thread.
   [[noreturn, gnu::cold, gnu::noinline]] void throw_stale_nest() const {
-    throw std::logic_error("sharded_cache '" + name_ + "': get_or_load of a key whose loader wrote it and asked for it " +
-                           std::to_string(max_stale_nested_loads) +
-                           " times over, nested (each load starts another without end)");
+    throw std::logic_error(detail::stale_nest_message("sharded_cache", name_));
   }
 
   // Loads on two or more threads whose loaders wait for each other's keys:
