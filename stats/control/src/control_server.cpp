@@ -169,6 +169,7 @@ struct client {
   bool writing = false;
   bool queued = false;              // a complete request waiting for its turn (walks the table)
   clock::time_point connected;
+  clock::time_point complete;       // when the request line was complete: the response time-out runs from here
   clock::time_point deadline;
   clock::time_point last_progress;  // last time the client took bytes of its answer
 };
@@ -215,8 +216,10 @@ class server_loop {
       // Out of descriptors: stop polling the listener for a moment rather than spin.
       const bool accepting = clock::now() >= accept_paused_until_;
       fds.push_back({s_.listen_fd, static_cast<short>(accepting ? POLLIN : 0), 0});
-      // A queued client is watched for a hang-up only (POLLHUP and POLLERR
-      // come without asking): what it sends after its line stays unread.
+      // A queued client is not read (what it sends after its line stays
+      // unread); a hang-up (POLLHUP comes without asking) changes nothing: its
+      // request runs in its turn (a dump or baseline has effects of its own),
+      // and the answer finds nobody to take it.
       for (const client& c : clients_)
         fds.push_back({c.fd, static_cast<short>(c.writing ? POLLOUT : c.queued ? 0 : POLLIN), 0});
       const int n = ::poll(fds.data(), fds.size(), poll_timeout_ms());
@@ -307,7 +310,7 @@ class server_loop {
     c.sent = 0;
     c.writing = true;
     c.last_progress = clock::now();
-    c.deadline = c.last_progress + s_.opts.response_timeout;
+    c.deadline = c.complete + s_.opts.response_timeout;  // a wait for its turn included
     write_some(c);  // usually completes at once
     if (c.fd >= 0) limit_backlog(c);
   }
@@ -397,6 +400,7 @@ class server_loop {
 
   void reject(client& c, const std::string& message) {
     counts_.bad_requests.fetch_add(1, std::memory_order_relaxed);
+    c.complete = clock::now();
     respond(c, "error " + wire::single_line(message) + "\n");
   }
 
@@ -405,10 +409,7 @@ class server_loop {
       if (revents & (POLLOUT | POLLERR | POLLHUP)) write_some(c);
       return;
     }
-    if (c.queued) {  // it hung up while waiting for its turn: nobody to answer
-      if (revents & (POLLERR | POLLHUP)) drop(c);
-      return;
-    }
+    if (c.queued) return;  // see run(): it waits for its turn whatever happens
     char buf[1024];
     for (;;) {
       // Up to the LF and no further: what the client sends after its line
@@ -452,10 +453,11 @@ class server_loop {
   // of them at most, not by the whole burst. A queued request's response
   // time-out runs from the moment it was complete.
   void answer(client& c) {
+    c.complete = clock::now();
     if (wire::walks_table(c.reader.line())) {
       c.queued = true;
-      c.last_progress = clock::now();  // for make_room_for: the wait counts from here
-      c.deadline = c.last_progress + s_.opts.response_timeout;
+      c.last_progress = c.complete;  // for make_room_for: the wait counts from here
+      c.deadline = c.complete + s_.opts.response_timeout;
       return;
     }
     answer_now(c);
