@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "harness.hpp"
 
@@ -15,23 +16,34 @@ using namespace control_test;
 
 namespace {
 
-// control_target as pid 1 of a new pid namespace, in a new mount namespace
-// whose /tmp is a fresh tmpfs (so its socket is not in this namespace's /tmp).
+// How the target is contained.
+struct containment {
+  bool own_pids = true;              // a new pid namespace (the target is its pid 1)
+  std::string setup;                 // shell commands run inside after /tmp is mounted
+};
+
+// control_target in a new mount namespace whose /tmp is a fresh tmpfs (so
+// its socket is not in this namespace's /tmp), and as `how` says.
 class contained_target {
  public:
-  explicit contained_target(env_map extra = {}) {
+  explicit contained_target(env_map extra = {}, const containment& how = {}) {
     extra.emplace("ARENASTAT_CONTROL", "1");
-    p_ = spawn("/usr/bin/unshare",
-               {"--pid", "--fork", "--kill-child", "--mount", "--propagation", "private", "sh", "-c",
-                "mount -t tmpfs tmpfs /tmp && exec \"$0\"", target_path},
-               extra);
+    std::vector<std::string> args;
+    if (how.own_pids) args.insert(args.end(), {"--pid", "--fork", "--kill-child"});
+    const std::string script = "mount -t tmpfs tmpfs /tmp && " + (how.setup.empty() ? "" : how.setup + " && ") +
+                               "exec \"$0\"";
+    args.insert(args.end(), {"--mount", "--propagation", "private", "sh", "-c", script, target_path});
+    p_ = spawn("/usr/bin/unshare", args, extra);
     ready_ = read_line(p_.out);
-    // The target is unshare's only child: its pid here.
-    std::ifstream children("/proc/" + std::to_string(p_.pid) + "/task/" + std::to_string(p_.pid) + "/children");
-    children >> pid_;
+    if (how.own_pids) {  // the target is unshare's only child: its pid here
+      std::ifstream children("/proc/" + std::to_string(p_.pid) + "/task/" + std::to_string(p_.pid) + "/children");
+      children >> pid_;
+    } else {  // unshare and sh exec into it
+      pid_ = p_.pid;
+    }
   }
   ~contained_target() {
-    ::kill(p_.pid, SIGKILL);  // --kill-child: the target gets SIGKILL too
+    ::kill(p_.pid, SIGKILL);  // --kill-child: the target gets SIGKILL too (or unshare is the target)
     ::waitpid(p_.pid, nullptr, 0);
     ::close(p_.in);
     ::close(p_.out);
@@ -112,4 +124,42 @@ TEST_CASE("as root, a contained process without its socket is named with both pi
                      t.root() + "/tmp/inner-socks/1.sock' (its ARENASTAT_SOCKET_DIR) yet: it was started with "
                      "ARENASTAT_CONTROL=1 but its server is not up after 300 ms (still starting, or it failed to "
                      "start: see its stderr); retry\n");
+}
+
+TEST_CASE("as root, links inside a container resolve inside it, never on the host", "[control][uid][namespaces]") {
+  if (skip_unless_root()) return;
+  // Inside, /tmp/via is a link to "/": the server's directory
+  // /tmp/via/tmp/inner is its own /tmp/inner. Resolved on the host, the same
+  // link would lead to the host's /tmp/inner, which does not exist.
+  contained_target t(env_map{{"ARENASTAT_SOCKET_DIR", "/tmp/via/tmp/inner"}}, {.own_pids = true, .setup = "ln -s / /tmp/via"});
+  REQUIRE(t.ready() == "ready 1");
+  struct stat st {};
+  REQUIRE(::stat("/tmp/inner", &st) != 0);
+  const cli_result r = run_cli({t.pid_text(), "info"}, {});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("\nsocket /tmp/via/tmp/inner/1.sock\n") != std::string::npos);
+}
+
+TEST_CASE("as root, a process with only a mount namespace of its own (a private /tmp) is reached through its root",
+          "[control][uid][namespaces]") {
+  if (skip_unless_root()) return;
+  // As systemd's PrivateTmp: the same pids, another /tmp.
+  contained_target t({}, {.own_pids = false, .setup = ""});
+  REQUIRE(t.ready() == "ready " + t.pid_text());
+  const cli_result r = run_cli({t.pid_text(), "info"}, {});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("\nsocket /tmp/arenastat-0/" + t.pid_text() + ".sock\n") != std::string::npos);
+}
+
+TEST_CASE("as root, a contained process started with a relative ARENASTAT_SOCKET_DIR is named with its refusal (exit 3)",
+          "[control][uid][namespaces]") {
+  if (skip_unless_root()) return;
+  contained_target t(env_map{{"ARENASTAT_SOCKET_DIR", "socks/"}});
+  REQUIRE(t.ready() == "ready 1");
+  const cli_result r = run_cli({t.pid_text(), "info"}, {});
+  CHECK(r.status == 3);
+  CHECK(r.err.rfind("arenastat: process " + t.pid_text() +
+                        " (pid 1 in its own pid namespace) has no control socket: it was started with "
+                        "ARENASTAT_SOCKET_DIR='socks', which its server refuses (it is a relative path",
+                    0) == 0);
 }

@@ -44,3 +44,19 @@ TEST_CASE("a uid is itself inside this process's own user namespace", "[control]
   CHECK(arenastat::naming::uid_inside(::getpid(), ::geteuid()) == ::geteuid());
   CHECK_FALSE(arenastat::naming::uid_inside(999'999'999, 0).has_value());
 }
+
+TEST_CASE("a uid maps through the lines of a uid_map", "[control][naming]") {
+  using arenastat::naming::uid_in_map;
+  // Lines "inside outside count", padded as the kernel pads them.
+  const std::string map = "         0     100000      65536\n      1000       1000          1\n";
+  CHECK(uid_in_map(map, 100000) == 0u);
+  CHECK(uid_in_map(map, 100000 + 65535) == 65535u);
+  CHECK_FALSE(uid_in_map(map, 100000 + 65536).has_value());  // past the first range
+  CHECK(uid_in_map(map, 1000) == 1000u);
+  CHECK_FALSE(uid_in_map(map, 0).has_value());
+  CHECK_FALSE(uid_in_map(map, 99999).has_value());
+  CHECK(uid_in_map("0 0 4294967295\n", 4242) == 4242u);     // no user namespace: the identity
+  CHECK_FALSE(uid_in_map("", 0).has_value());
+  CHECK_FALSE(uid_in_map("0 0\nx 0 1\n0 0 1 2\n", 0).has_value());  // malformed lines are skipped
+  CHECK(uid_in_map("junk\n5 0 1\n", 0) == 5u);
+}

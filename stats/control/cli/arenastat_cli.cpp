@@ -134,6 +134,8 @@ void print_usage() {
   out +=
       "The socket is <dir>/<pid>.sock, <dir> = $ARENASTAT_SOCKET_DIR or /tmp/arenastat-<uid>, <uid> the\n"
       "owner of the process; the directory and socket must belong to that uid and be closed to others.\n"
+      "A process in its own pid or mount namespace (a container) is reached through /proc/<pid>/root,\n"
+      "its socket named after its pid there, in the directory of its own environment.\n"
       "Exit status: 0 done, 1 the process answered with an error, 2 usage error,\n"
       "3 the process cannot be reached, 4 refused (a trust rule failed), 5 busy,\n"
       "6 the answer could not be written; top's view ended by a signal ends by that signal.\n";
@@ -212,24 +214,68 @@ int remaining_ms(clock_type::time_point deadline) {
 
 // The value of `name` in the environment `pid` was started with, when readable.
 std::optional<std::string> start_environment(long pid, std::string_view name) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/environ";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string all;
-  char buf[65536];
-  for (ssize_t n; all.size() < (std::size_t{1} << 20) && (n = ::read(fd, buf, sizeof buf)) > 0;) {
-    all.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
+  const std::optional<std::string> all =
+      naming::read_proc_file("/proc/" + std::to_string(pid) + "/environ", std::size_t{1} << 20);
+  if (!all) return std::nullopt;
   const std::string key = std::string(name) + "=";
-  for (std::size_t at = 0; at < all.size();) {
-    const std::size_t end = std::min(all.find('\0', at), all.size());
-    const std::string_view kv(all.data() + at, end - at);
+  for (std::size_t at = 0; at < all->size();) {
+    const std::size_t end = std::min(all->find('\0', at), all->size());
+    const std::string_view kv(all->data() + at, end - at);
     if (kv.starts_with(key)) return std::string(kv.substr(key.size()));
     at = end + 1;
   }
   return std::nullopt;
 }
+
+// The socket directory `pid` chose in its start environment: its
+// ARENASTAT_SOCKET_DIR without trailing slashes, nullopt without one. One its
+// server refuses (relative, with '.' parts) is a failure (exit 3) naming it.
+std::optional<std::string> their_socket_dir(long pid, const std::string& who) {
+  const std::optional<std::string> set = start_environment(pid, "ARENASTAT_SOCKET_DIR");
+  if (!set || set->empty()) return std::nullopt;
+  std::string theirs = naming::without_trailing_slashes(*set);
+  if (const std::string problem = naming::socket_dir_problem(theirs); !problem.empty()) {
+    throw failure{exit_unreachable, who + " has no control socket: it was started with ARENASTAT_SOCKET_DIR=" +
+                                        arenastat::detail::quoted(theirs) + ", which its server refuses (" + problem +
+                                        "); restart it with an absolute directory, or without the variable"};
+  }
+  return theirs;
+}
+
+// Its server refuses a socket path longer than a Unix socket holds: a failure (exit 3).
+void check_path_fits(const std::string& who, const std::string& dir, long pid_in_name, const std::string& shown) {
+  if (naming::socket_path(dir, pid_in_name).size() > naming::max_socket_path()) {
+    throw failure{exit_unreachable, who + " has no control socket: its path " + shown + " would be longer than " +
+                                        std::to_string(naming::max_socket_path()) +
+                                        " bytes (a Unix socket's limit), which its server refuses; restart it with a "
+                                        "shorter ARENASTAT_SOCKET_DIR"};
+  }
+}
+
+// Tries `find` (a checked directory holding the socket, or nullopt) until it
+// succeeds, `pid` is gone (a failure) or `wait_ms` have passed (nullopt).
+std::optional<trusted_dir> wait_until_found(long pid, int wait_ms,
+                                            const std::function<std::optional<trusted_dir>()>& find) {
+  const auto until = clock_type::now() + std::chrono::milliseconds(wait_ms);
+  for (;;) {
+    if (std::optional<trusted_dir> dir = find()) return dir;
+    if (naming::process_gone(pid)) {
+      throw failure{exit_unreachable, "no process with pid " + std::to_string(pid) + " (it has exited)"};
+    }
+    if (clock_type::now() >= until) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// The failure for a socket still missing after waiting `wait_ms` for a
+// process started to serve.
+failure not_up(const std::string& who, const std::string& path, int wait_ms) {
+  return {exit_unreachable, who + " has no control socket at " + path + " yet: it was started with "
+                                "ARENASTAT_CONTROL=1 but its server is not up after " + std::to_string(wait_ms) +
+                                " ms (still starting, or it failed to start: see its stderr); retry"};
+}
+
+bool started_to_serve(long pid) { return start_environment(pid, "ARENASTAT_CONTROL") == std::optional<std::string>("1"); }
 
 // The socket of `pid` is missing: waits for it when the process was started
 // to serve (its socket may not be up yet), else says how to start it.
@@ -237,66 +283,49 @@ std::optional<std::string> start_environment(long pid, std::string_view name) {
 trusted_dir wait_for_socket(long pid, const std::string& dir_path, const expected_owner& owner, int timeout_ms) {
   const std::string path = shown_path(naming::socket_path(dir_path, pid));
   const std::string who = "process " + std::to_string(pid);
-  const std::optional<std::string> control = start_environment(pid, "ARENASTAT_CONTROL");
-  if (control != std::optional<std::string>("1")) {
+  if (!started_to_serve(pid)) {
     throw failure{exit_unreachable, who + " has no control socket at " + path +
                                         ": start it with ARENASTAT_CONTROL=1 (or call arenastat::control::start()), "
                                         "with the same ARENASTAT_SOCKET_DIR as this shell"};
   }
-  const std::optional<std::string> their_dir = start_environment(pid, "ARENASTAT_SOCKET_DIR");
-  if (their_dir && !their_dir->empty()) {
-    std::string theirs = *their_dir;
-    while (theirs.size() > 1 && theirs.back() == '/') theirs.pop_back();
-    if (const std::string problem = naming::socket_dir_problem(theirs); !problem.empty()) {
-      throw failure{exit_unreachable, who + " has no control socket: it was started with ARENASTAT_SOCKET_DIR=" +
-                                          arenastat::detail::quoted(theirs) + ", which its server refuses (" + problem +
-                                          "); restart it with an absolute directory, or without the variable"};
-    }
-    if (theirs != dir_path) {
+  if (const std::optional<std::string> theirs = their_socket_dir(pid, who)) {
+    if (*theirs != dir_path) {
       throw failure{exit_unreachable, who + " has no control socket at " + path + ": it was started with "
-                                          "ARENASTAT_SOCKET_DIR=" + arenastat::detail::quoted(theirs) + "; set the same in this shell"};
+                                          "ARENASTAT_SOCKET_DIR=" + arenastat::detail::quoted(*theirs) + "; set the same in this shell"};
     }
   } else if (const std::string standard = naming::default_socket_dir(owner.uid); standard != dir_path) {
     throw failure{exit_unreachable, who + " has no control socket at " + path + ": it was started without "
                                         "ARENASTAT_SOCKET_DIR, so its socket is in " + shown_path(standard) +
                                         "; unset ARENASTAT_SOCKET_DIR in this shell"};
   }
-  if (naming::socket_path(dir_path, pid).size() > naming::max_socket_path()) {
-    throw failure{exit_unreachable, who + " has no control socket: its path " + path + " would be longer than " +
-                                        std::to_string(naming::max_socket_path()) +
-                                        " bytes (a Unix socket's limit), which its server refuses; restart it with a "
-                                        "shorter ARENASTAT_SOCKET_DIR"};
-  }
+  check_path_fits(who, dir_path, pid, path);
   const int wait_ms = std::min(timeout_ms, startup_wait_ms);
-  const auto until = clock_type::now() + std::chrono::milliseconds(wait_ms);
-  for (;;) {
-    if (std::optional<trusted_dir> dir = trusted_dir::open(dir_path, owner)) {
-      if (check_socket(*dir, naming::socket_name(pid), owner)) return std::move(*dir);
-    }
-    if (naming::process_gone(pid)) {
-      throw failure{exit_unreachable, "no process with pid " + std::to_string(pid) + " (it has exited)"};
-    }
-    if (clock_type::now() >= until) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  throw failure{exit_unreachable, who + " has no control socket at " + path + " yet: it was started with "
-                                      "ARENASTAT_CONTROL=1 but its server is not up after " + std::to_string(wait_ms) +
-                                      " ms (still starting, or it failed to start: see its stderr); retry"};
+  std::optional<trusted_dir> dir = wait_until_found(pid, wait_ms, [&]() -> std::optional<trusted_dir> {
+    std::optional<trusted_dir> d = trusted_dir::open(dir_path, owner);
+    if (d && check_socket(*d, naming::socket_name(pid), owner)) return d;
+    return std::nullopt;
+  });
+  if (!dir) throw not_up(who, path, wait_ms);
+  return std::move(*dir);
 }
 
-// The socket of `pid`, a process in a pid namespace below this one's, whose
-// pid there is `inner` (a container, `unshare --pid`): it is named after
-// `inner`, in the directory its own environment chose (its
+// The socket of `pid`, a process in a pid namespace below this one's (its
+// pid there is `inner`: a container, `unshare --pid`) or only in a mount
+// namespace of its own (inner: nullopt; systemd's PrivateTmp): named after
+// its pid there, in the directory its own environment chose (its
 // ARENASTAT_SOCKET_DIR, else /tmp/arenastat-<its uid there>), in its own
-// mount namespace: reached through /proc/<pid>/root with every link confined
+// mount namespace, reached through /proc/<pid>/root with every link confined
 // to that root (trusted_dir::open_in_root). Waits for it as wait_for_socket
 // does. Returns the checked directory; `name` gets the socket's name.
-trusted_dir nested_socket(long pid, long inner, const expected_owner& owner, int timeout_ms, std::string& name) {
-  const std::string who = "process " + std::to_string(pid) + " (pid " + std::to_string(inner) +
-                          " in its own pid namespace)";
+trusted_dir socket_in_its_root(long pid, std::optional<long> inner, const expected_owner& owner, int timeout_ms,
+                               std::string& name) {
+  const long named = inner.value_or(pid);
+  const std::string who = "process " + std::to_string(pid) +
+                          (inner ? " (pid " + std::to_string(*inner) + " in its own pid namespace)"
+                                 : std::string(" (in its own mount namespace)"));
   const std::string root_shown = "/proc/" + std::to_string(pid) + "/root";
-  const int root_fd = ::open(root_shown.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd < 0) {
+  const fd_guard root{::open(root_shown.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
+  if (root.fd < 0) {
     const int err = errno;
     if (naming::process_gone(pid)) throw failure{exit_unreachable, "no process with pid " + std::to_string(pid) + " (it has exited)"};
     if (err == EACCES || err == EPERM) {
@@ -305,46 +334,35 @@ trusted_dir nested_socket(long pid, long inner, const expected_owner& owner, int
     }
     throw failure{exit_unreachable, "cannot open " + root_shown + " (the root of " + who + "): " + error_text(err)};
   }
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } guard{root_fd};
   std::string inside, origin;
-  if (std::optional<std::string> theirs = start_environment(pid, "ARENASTAT_SOCKET_DIR"); theirs && !theirs->empty()) {
-    while (theirs->size() > 1 && theirs->back() == '/') theirs->pop_back();
+  if (std::optional<std::string> theirs = their_socket_dir(pid, who)) {
     inside = std::move(*theirs);
     origin = " (its ARENASTAT_SOCKET_DIR)";
   } else {
     const std::optional<uid_t> uid = naming::uid_inside(pid, owner.uid);
     if (!uid) {
       throw failure{exit_unreachable, "cannot tell the uid of " + who + " in its user namespace (/proc/" +
-                                          std::to_string(pid) + "/uid_map has no line for uid " +
+                                          std::to_string(pid) + "/uid_map is unreadable or has no line for uid " +
                                           std::to_string(owner.uid) + ")"};
     }
     inside = naming::default_socket_dir(*uid);
   }
-  name = naming::socket_name(inner);
-  const std::string path = shown_path(root_shown + naming::socket_path(inside, inner)) + origin;
-  const bool starts_server = start_environment(pid, "ARENASTAT_CONTROL") == std::optional<std::string>("1");
-  const int wait_ms = starts_server ? std::min(timeout_ms, startup_wait_ms) : 0;
-  const auto until = clock_type::now() + std::chrono::milliseconds(wait_ms);
-  for (;;) {
-    if (std::optional<trusted_dir> dir = trusted_dir::open_in_root(root_fd, root_shown, inside, origin, owner)) {
-      if (check_socket(*dir, name, owner)) return std::move(*dir);
-    }
-    if (naming::process_gone(pid)) {
-      throw failure{exit_unreachable, "no process with pid " + std::to_string(pid) + " (it has exited)"};
-    }
-    if (clock_type::now() >= until) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (!starts_server) {
+  name = naming::socket_name(named);
+  const std::string path = shown_path(root_shown + naming::socket_path(inside, named)) + origin;
+  check_path_fits(who, inside, named, path);
+  const bool serves = started_to_serve(pid);
+  const int wait_ms = serves ? std::min(timeout_ms, startup_wait_ms) : 0;
+  std::optional<trusted_dir> dir = wait_until_found(pid, wait_ms, [&]() -> std::optional<trusted_dir> {
+    std::optional<trusted_dir> d = trusted_dir::open_in_root(root.fd, root_shown, inside, origin, owner);
+    if (d && check_socket(*d, name, owner)) return d;
+    return std::nullopt;
+  });
+  if (dir) return std::move(*dir);
+  if (!serves) {
     throw failure{exit_unreachable, who + " has no control socket at " + path +
                                         ": start it with ARENASTAT_CONTROL=1 (or call arenastat::control::start())"};
   }
-  throw failure{exit_unreachable, who + " has no control socket at " + path + " yet: it was started with "
-                                      "ARENASTAT_CONTROL=1 but its server is not up after " + std::to_string(wait_ms) +
-                                      " ms (still starting, or it failed to start: see its stderr); retry"};
+  throw not_up(who, path, wait_ms);
 }
 
 // Throws `interrupted` when `watch` asks to stop.
@@ -557,8 +575,8 @@ std::string ask_target(long pid, const std::string& line, int timeout_ms, const 
   const expected_owner owner{*uid, "uid " + std::to_string(*uid) + " (the owner of " + who + ")"};
   std::string name;
   std::optional<trusted_dir> dir;
-  if (const std::optional<long> inner = naming::innermost_pid(pid)) {
-    dir = nested_socket(pid, *inner, owner, timeout_ms, name);
+  if (const std::optional<long> inner = naming::innermost_pid(pid); inner || naming::same_namespace(pid, "mnt") == false) {
+    dir = socket_in_its_root(pid, inner, owner, timeout_ms, name);
   } else {
     const std::string dir_path = naming::socket_dir(*uid);
     name = naming::socket_name(pid);
@@ -567,10 +585,7 @@ std::string ask_target(long pid, const std::string& line, int timeout_ms, const 
   }
 
   const int fd = connect_in(*dir, name, pid, deadline, timeout_ms);
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } guard{fd};
+  const fd_guard guard{fd};
   check_peer(fd, dir->shown_file(name), pid, owner);
   const std::string answer = exchange(fd, pid, line, timeout_ms, deadline, watch);
 

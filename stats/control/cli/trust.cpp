@@ -34,6 +34,25 @@ std::string shown_dir(const std::string& dir) { return detail::quoted(dir) + nam
 
 std::string shown_path(const std::string& path) { return detail::quoted(path); }
 
+namespace {
+
+// The failure for an error opening the socket directory (shown as `shown`)
+// other than its absence and what is refused as a link or a non-directory.
+failure open_dir_failure(int err, const std::string& shown, const expected_owner& owner) {
+  if (err == EACCES) {
+    return {exit_unreachable,
+            "permission denied opening the socket directory " + shown + ": run arenastat as " + owner.described + " or as root"};
+  }
+  if (err == ENOSYS) {
+    return {exit_unreachable, "cannot open the socket directory " + shown +
+                                  ": openat2 is not available (Linux 5.6 or later is needed to reach a process in "
+                                  "another mount namespace)"};
+  }
+  return {exit_unreachable, "cannot open the socket directory " + shown + ": " + error_text(err)};
+}
+
+}  // namespace
+
 std::optional<trusted_dir> trusted_dir::open(const std::string& path, const expected_owner& owner) {
   const std::string what = "refusing socket directory " + shown_dir(path) + ": ";
   if (const std::string problem = naming::socket_dir_problem(path); !problem.empty()) {
@@ -48,11 +67,7 @@ std::optional<trusted_dir> trusted_dir::open(const std::string& path, const expe
       throw failure{exit_refused, what + "it is a symbolic link"};
     }
     if (err == ENOTDIR) throw failure{exit_refused, what + "it is not a directory"};
-    if (err == EACCES) {
-      throw failure{exit_unreachable, "permission denied opening the socket directory " + shown_dir(path) + ": run arenastat as " +
-                                          owner.described + " or as root"};
-    }
-    throw failure{exit_unreachable, "cannot open the socket directory " + shown_dir(path) + ": " + error_text(err)};
+    throw open_dir_failure(err, shown_dir(path), owner);
   }
   return checked(fd, path, std::nullopt, owner);
 }
@@ -88,12 +103,7 @@ std::optional<trusted_dir> trusted_dir::open_in_root(int root_fd, const std::str
       if (link || err == ELOOP) throw failure{exit_refused, what + "it is a symbolic link"};
       throw failure{exit_refused, what + "it is not a directory"};
     }
-    if (err == EACCES) {
-      throw failure{exit_unreachable, "permission denied opening the socket directory " + shown_path(path) + origin +
-                                          ": run arenastat as " + owner.described + " or as root"};
-    }
-    throw failure{exit_unreachable, "cannot open the socket directory " + shown_path(path) + origin + ": " +
-                                        error_text(err)};
+    throw open_dir_failure(err, shown_path(path) + origin, owner);
   }
   return checked(fd, path, origin, owner);
 }

@@ -5,6 +5,7 @@
 // and uid are the target's. Every refusal throws a failure with exit_refused.
 #pragma once
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <optional>
@@ -13,6 +14,17 @@
 #include "cli_failure.hpp"
 
 namespace arenastat::cli {
+
+// Closes a descriptor (if any, >= 0) when it goes out of scope.
+struct fd_guard {
+  explicit fd_guard(int f) noexcept : fd(f) {}
+  int fd;
+  ~fd_guard() {
+    if (fd >= 0) ::close(fd);
+  }
+  fd_guard(const fd_guard&) = delete;
+  fd_guard& operator=(const fd_guard&) = delete;
+};
 
 // Whose directory and socket we expect: a uid and how messages name it
 // ("uid 1000 (the owner of process 4242)", "uid 1000 (you)").

@@ -599,8 +599,7 @@ std::string start(const options& opts) {
     fail("options.request_timeout, response_timeout and stall_timeout must be positive");
   }
 
-  std::string dir = opts.socket_dir.empty() ? default_socket_dir() : opts.socket_dir;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const std::string dir = naming::without_trailing_slashes(opts.socket_dir.empty() ? default_socket_dir() : opts.socket_dir);
   if (const std::string problem = naming::socket_dir_problem(dir); !problem.empty()) {
     fail("socket directory " + detail::quoted(dir) + (opts.socket_dir.empty() ? naming::socket_dir_origin() : "") +
          ": " + problem);

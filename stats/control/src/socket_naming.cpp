@@ -48,13 +48,14 @@ std::optional<char> state_in_stat_file(const std::string& path) {
 
 }  // namespace
 
+std::string without_trailing_slashes(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
 std::string socket_dir(uid_t uid) {
   const char* env = std::getenv("ARENASTAT_SOCKET_DIR");
-  if (env != nullptr && *env != '\0') {
-    std::string dir = env;
-    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-    return dir;
-  }
+  if (env != nullptr && *env != '\0') return without_trailing_slashes(env);
   return default_socket_dir(uid);
 }
 
@@ -179,20 +180,6 @@ bool nobody_listens(int dirfd, const char* name) {
 
 namespace {
 
-// A small /proc file, whole (at most 64 KiB: status and uid_map are far
-// smaller); nullopt when unreadable.
-std::optional<std::string> small_proc_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string all;
-  char buf[4096];
-  ssize_t n = 0;
-  while (all.size() < 65536 && (n = ::read(fd, buf, sizeof buf)) > 0) all.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
-  if (n < 0) return std::nullopt;
-  return all;
-}
-
 // The decimal numbers of `line` separated by blanks, or nullopt when anything
 // else is there or a number does not fit.
 std::optional<std::vector<unsigned long long>> numbers_of(std::string_view line) {
@@ -212,10 +199,34 @@ std::optional<std::vector<unsigned long long>> numbers_of(std::string_view line)
   }
 }
 
+// status and uid_map are far smaller than this.
+constexpr std::size_t small_proc_bytes = 65536;
+
 }  // namespace
 
+std::optional<std::string> read_proc_file(const std::string& path, std::size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string all;
+  char buf[65536];
+  ssize_t n = 0;
+  while (all.size() < max_bytes && (n = ::read(fd, buf, sizeof buf)) > 0) all.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  if (n < 0) return std::nullopt;
+  if (all.size() > max_bytes) all.resize(max_bytes);
+  return all;
+}
+
+std::optional<bool> same_namespace(long pid, const char* kind) {
+  struct stat mine {}, theirs {};
+  const std::string self = std::string("/proc/self/ns/") + kind;
+  const std::string other = "/proc/" + std::to_string(pid) + "/ns/" + kind;
+  if (::stat(self.c_str(), &mine) != 0 || ::stat(other.c_str(), &theirs) != 0) return std::nullopt;
+  return mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+}
+
 std::optional<long> innermost_pid(long pid) {
-  const std::optional<std::string> status = small_proc_file("/proc/" + std::to_string(pid) + "/status");
+  const std::optional<std::string> status = read_proc_file("/proc/" + std::to_string(pid) + "/status", small_proc_bytes);
   if (!status) return std::nullopt;
   const std::size_t at = status->find("\nNSpid:");
   if (at == std::string::npos) return std::nullopt;
@@ -225,13 +236,10 @@ std::optional<long> innermost_pid(long pid) {
   return static_cast<long>(pids->back());
 }
 
-std::optional<uid_t> uid_inside(long pid, uid_t uid) {
-  const std::optional<std::string> map = small_proc_file("/proc/" + std::to_string(pid) + "/uid_map");
-  if (!map) return std::nullopt;
-  // Lines "inside outside count": `uid` is outside + k for k < count.
-  for (std::size_t at = 0; at < map->size();) {
-    const std::size_t end = std::min(map->find('\n', at), map->size());
-    const auto v = numbers_of(std::string_view(*map).substr(at, end - at));
+std::optional<uid_t> uid_in_map(std::string_view map, uid_t uid) {
+  for (std::size_t at = 0; at < map.size();) {
+    const std::size_t end = std::min(map.find('\n', at), map.size());
+    const auto v = numbers_of(map.substr(at, end - at));
     at = end + 1;
     if (!v || v->size() != 3) continue;
     const unsigned long long inside = (*v)[0], outside = (*v)[1], count = (*v)[2];
@@ -239,6 +247,13 @@ std::optional<uid_t> uid_inside(long pid, uid_t uid) {
       return static_cast<uid_t>(inside + (uid - outside));
   }
   return std::nullopt;
+}
+
+std::optional<uid_t> uid_inside(long pid, uid_t uid) {
+  if (same_namespace(pid, "user") == true) return uid;
+  const std::optional<std::string> map = read_proc_file("/proc/" + std::to_string(pid) + "/uid_map", small_proc_bytes);
+  if (!map) return std::nullopt;
+  return uid_in_map(*map, uid);
 }
 
 std::optional<uid_t> process_uid(long pid) {

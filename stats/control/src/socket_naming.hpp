@@ -15,6 +15,10 @@
 
 namespace arenastat::naming {
 
+// `dir` without its trailing slashes ("/" stays "/"): how both sides write a
+// directory taken from a variable or an option.
+std::string without_trailing_slashes(std::string dir);
+
 // $ARENASTAT_SOCKET_DIR without trailing slashes when set and not empty,
 // else /tmp/arenastat-<uid>. The server passes its effective uid; the CLI
 // the uid that owns the target process.
@@ -80,9 +84,24 @@ std::optional<uid_t> process_uid(long pid);
 std::optional<long> innermost_pid(long pid);
 
 // What `uid` (a uid as this process sees it) is inside the user namespace of
-// `pid`, from /proc/<pid>/uid_map (the same uid without a user namespace);
-// nullopt when the map has no line for it or cannot be read.
+// `pid`: the same uid when `pid` is in this process's user namespace, else
+// from /proc/<pid>/uid_map (whose second field is then relative to this
+// namespace); nullopt when the map has no line for it or cannot be read.
 std::optional<uid_t> uid_inside(long pid, uid_t uid);
+
+// The uid that `uid` maps to through the text of a uid_map ("inside outside
+// count" per line: outside + k is inside + k for k < count); nullopt when no
+// line covers it. Malformed lines are skipped.
+std::optional<uid_t> uid_in_map(std::string_view map, uid_t uid);
+
+// Whether `pid` is in this process's namespace of `kind` ("mnt", "user",
+// "pid"): /proc/self/ns/<kind> and /proc/<pid>/ns/<kind> are the same file.
+// nullopt when either cannot be inspected (another user's process, unless root).
+std::optional<bool> same_namespace(long pid, const char* kind);
+
+// The first `max_bytes` of a file under /proc (environ, status, uid_map),
+// read whole; nullopt when it cannot be opened or read.
+std::optional<std::string> read_proc_file(const std::string& path, std::size_t max_bytes);
 
 // Longest path a sockaddr_un holds (107 on Linux).
 std::size_t max_socket_path();
