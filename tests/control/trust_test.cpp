@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <termios.h>
 
+#include <atomic>
 #include <fstream>
 
 #include "harness.hpp"
@@ -289,4 +290,53 @@ TEST_CASE("listing refuses a socket directory that is a symbolic link and remove
   CHECK(r.out.empty());
   CHECK(r.err == "arenastat: refusing socket directory '" + link + "' (ARENASTAT_SOCKET_DIR): it is a symbolic link\n");
   CHECK(exists(stale));
+}
+
+TEST_CASE("a socket name swapped for a link after the check never connects the CLI elsewhere",
+          "[control][trust][threads]") {
+  // A thread keeps replacing the target's socket name by a symbolic link to
+  // a decoy socket and back (renames over it: a hard link keeps the real
+  // one). The CLI checks the name, then connects to the inode it opened
+  // without following a link, so it either gets its answer (exit 0) or
+  // refuses the link (exit 4), and the decoy never sees a connection.
+  // Connecting by name instead, about a run in five reached the decoy.
+  temp_dir sockets;
+  target t(sockets.path());
+  const std::string name = sockets.file(t.pid_text() + ".sock");
+  const std::string decoy_path = sockets.file("decoy.sock");
+  const int decoy = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  REQUIRE(decoy >= 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, decoy_path.c_str(), decoy_path.size() + 1);
+  REQUIRE(::bind(decoy, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(decoy, 512) == 0);
+  REQUIRE(::link(name.c_str(), sockets.file("keep").c_str()) == 0);
+  std::atomic<bool> stop{false};
+  std::thread swapper([&] {
+    while (!stop.load()) {
+      [[maybe_unused]] const int a1 = ::symlink(decoy_path.c_str(), sockets.file("to-decoy").c_str());
+      [[maybe_unused]] const int a2 = ::rename(sockets.file("to-decoy").c_str(), name.c_str());
+      [[maybe_unused]] const int a3 = ::link(sockets.file("keep").c_str(), sockets.file("back").c_str());
+      [[maybe_unused]] const int a4 = ::rename(sockets.file("back").c_str(), name.c_str());
+    }
+  });
+  int answered = 0, refused = 0, other = 0;
+  for (int i = 0; i < 60; ++i) {
+    const cli_result r = run_cli({"--timeout=2000", t.pid_text(), "info"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+    (r.status == 0 ? answered : r.status == 4 ? refused : other) += 1;
+  }
+  stop = true;
+  swapper.join();
+  int reached = 0;
+  while (true) {
+    const int c = ::accept4(decoy, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) break;
+    ++reached;
+    ::close(c);
+  }
+  ::close(decoy);
+  CHECK(reached == 0);
+  CHECK(other == 0);
+  CHECK(answered + refused == 60);
 }

@@ -584,7 +584,7 @@ std::string ask_target(long pid, const std::string& line, int timeout_ms, const 
     if (!dir || !check_socket(*dir, name, owner)) dir = wait_for_socket(pid, dir_path, owner, timeout_ms);
   }
 
-  const int fd = connect_in(*dir, name, pid, deadline, timeout_ms);
+  const int fd = connect_in(*dir, name, owner, pid, deadline, timeout_ms);
   const fd_guard guard{fd};
   check_peer(fd, dir->shown_file(name), pid, owner);
   const std::string answer = exchange(fd, pid, line, timeout_ms, deadline, watch);

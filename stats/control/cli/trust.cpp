@@ -146,13 +146,10 @@ trusted_dir::~trusted_dir() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool check_socket(const trusted_dir& dir, const std::string& name, const expected_owner& owner) {
-  const std::string path = dir.shown_file(name);
-  struct stat st {};
-  if (::fstatat(dir.fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) return false;
-    throw failure{exit_unreachable, "cannot inspect " + path + ": " + error_text(errno)};
-  }
+namespace {
+
+// Rule 3 on the socket's status (`path`: as messages name it).
+void check_socket_status(const struct stat& st, const std::string& path, const expected_owner& owner) {
   const std::string what = "refusing " + path + ": ";
   if (S_ISLNK(st.st_mode)) throw failure{exit_refused, what + "it is a symbolic link, not a socket"};
   if (!S_ISSOCK(st.st_mode)) throw failure{exit_refused, what + "it is not a socket"};
@@ -164,6 +161,17 @@ bool check_socket(const trusted_dir& dir, const std::string& name, const expecte
     throw failure{exit_refused,
                   what + "mode " + octal_mode(st.st_mode) + " is open to group or others (expected 0600); it is not secure"};
   }
+}
+
+}  // namespace
+
+bool check_socket(const trusted_dir& dir, const std::string& name, const expected_owner& owner) {
+  struct stat st {};
+  if (::fstatat(dir.fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return false;
+    throw failure{exit_unreachable, "cannot inspect " + dir.shown_file(name) + ": " + error_text(errno)};
+  }
+  check_socket_status(st, dir.shown_file(name), owner);
   return true;
 }
 
@@ -209,14 +217,22 @@ int finish_connect(int fd, clock_type::time_point deadline) {
 
 }  // namespace
 
-int connect_in(const trusted_dir& dir, const std::string& name, long pid, clock_type::time_point deadline,
-               int timeout_ms) {
+int connect_in(const trusted_dir& dir, const std::string& name, const expected_owner& owner, long pid,
+               clock_type::time_point deadline, int timeout_ms) {
   const std::string shown = dir.shown_file(name);
-  const std::string via = "/proc/self/fd/" + std::to_string(dir.fd()) + "/" + name;
+  // The socket's inode, opened without following a link and checked again:
+  // the connection goes to it, not to whatever the name leads to by then (a
+  // name swapped for a link to another socket after check_socket).
+  const fd_guard node{naming::open_node(dir.fd(), name.c_str())};
+  if (node.fd < 0) {
+    if (errno == ENOENT) throw failure{exit_unreachable, "the socket " + shown + " is gone (its server stopped?); retry"};
+    throw failure{exit_unreachable, "cannot open " + shown + ": " + error_text(errno)};
+  }
+  struct stat st {};
+  if (::fstat(node.fd, &st) != 0) throw failure{exit_unreachable, "cannot inspect " + shown + ": " + error_text(errno)};
+  check_socket_status(st, shown, owner);
   sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  if (via.size() >= sizeof a.sun_path) throw failure{exit_unreachable, "socket name " + name + " is too long"};
-  std::memcpy(a.sun_path, via.c_str(), via.size() + 1);
+  if (!naming::socket_address_of(node.fd, a)) throw failure{exit_unreachable, "socket name " + name + " is too long"};
   // Non-blocking: a blocking connect() to a full queue waits with no bound.
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) throw failure{exit_unreachable, "socket(): " + error_text(errno)};

@@ -92,7 +92,10 @@ inline constexpr std::chrono::milliseconds busy_queue_grace{200};
 // the connected descriptor, non-blocking. Throws failure for refused, denied
 // and timed-out connections, and for a connection queue still full after
 // busy_queue_grace (busy, exit 5).
-int connect_in(const trusted_dir& dir, const std::string& name, long pid,
+// The socket is opened as a path without following a link, checked again
+// (check_socket's rules) and connected to through that descriptor, so a name
+// replaced by a link since the check never leads elsewhere.
+int connect_in(const trusted_dir& dir, const std::string& name, const expected_owner& owner, long pid,
                std::chrono::steady_clock::time_point deadline, int timeout_ms);
 
 // Checks the connected server's SO_PEERCRED against the target's pid and uid;

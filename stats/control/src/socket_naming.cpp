@@ -164,18 +164,32 @@ bool process_gone(long pid) {
   return !some_thread_runs(pid);
 }
 
+int open_node(int dirfd, const char* name) { return ::openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC); }
+
+bool socket_address_of(int node_fd, sockaddr_un& address) {
+  const std::string path = "/proc/self/fd/" + std::to_string(node_fd);
+  address = sockaddr_un{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) return false;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  return true;
+}
+
 bool nobody_listens(int dirfd, const char* name) {
-  const std::string path = "/proc/self/fd/" + std::to_string(dirfd) + "/" + name;
+  const int node = open_node(dirfd, name);
+  if (node < 0) return false;
+  struct stat st {};
   sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  if (path.size() >= sizeof a.sun_path) return false;
-  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  const int r = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
-  const int err = errno;
-  ::close(fd);  // a listening server sees a client that sent nothing, and closes it
-  return r != 0 && err == ECONNREFUSED;
+  bool refused = false;
+  if (::fstat(node, &st) == 0 && S_ISSOCK(st.st_mode) && socket_address_of(node, a)) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+      refused = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0 && errno == ECONNREFUSED;
+      ::close(fd);  // a listening server sees a client that sent nothing, and closes it
+    }
+  }
+  ::close(node);
+  return refused;
 }
 
 namespace {

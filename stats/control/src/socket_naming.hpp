@@ -8,6 +8,7 @@
 //   temporary  <directory>/.<pid>.tmp (bound, chmod 0600, then renamed)
 #pragma once
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include <optional>
 #include <string>
@@ -60,6 +61,15 @@ std::string program_of(long pid);
 // serves nothing). A main thread that called pthread_exit is Z in
 // /proc/<pid>/stat while the other threads run: that process is not gone.
 bool process_gone(long pid);
+
+// The file `name` in the directory `dirfd` opened as a path (O_PATH), not
+// following a symbolic link: a link is opened as itself. Connecting through
+// it (socket_address_of) reaches the inode that was inspected (fstat), even if
+// the name is replaced by a link in between. -1 with errno on failure.
+int open_node(int dirfd, const char* name);
+
+// "/proc/self/fd/<node_fd>" as a Unix socket address (false when it does not fit).
+bool socket_address_of(int node_fd, sockaddr_un& address);
 
 // True only when connecting to the socket `name` in the directory `dirfd` is
 // refused (ECONNREFUSED): nothing listens on it. A process in another pid
