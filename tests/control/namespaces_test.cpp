@@ -19,6 +19,7 @@ namespace {
 // How the target is contained.
 struct containment {
   bool own_pids = true;              // a new pid namespace (the target is its pid 1)
+  std::vector<std::string> as_user;  // setpriv options: unshare runs as that user (a rootless container)
   std::string setup;                 // shell commands run inside after /tmp is mounted
 };
 
@@ -28,12 +29,13 @@ class contained_target {
  public:
   explicit contained_target(env_map extra = {}, const containment& how = {}) {
     extra.emplace("ARENASTAT_CONTROL", "1");
-    std::vector<std::string> args;
+    std::vector<std::string> args = how.as_user;
+    if (!how.as_user.empty()) args.insert(args.end(), {"/usr/bin/unshare", "--user", "--map-root-user"});
     if (how.own_pids) args.insert(args.end(), {"--pid", "--fork", "--kill-child"});
     const std::string script = "mount -t tmpfs tmpfs /tmp && " + (how.setup.empty() ? "" : how.setup + " && ") +
                                "exec \"$0\"";
     args.insert(args.end(), {"--mount", "--propagation", "private", "sh", "-c", script, target_path});
-    p_ = spawn("/usr/bin/unshare", args, extra);
+    p_ = spawn(how.as_user.empty() ? "/usr/bin/unshare" : "/usr/bin/setpriv", args, extra);
     ready_ = read_line(p_.out);
     if (how.own_pids) {  // the target is unshare's only child: its pid here
       std::ifstream children("/proc/" + std::to_string(p_.pid) + "/task/" + std::to_string(p_.pid) + "/children");
@@ -53,6 +55,12 @@ class contained_target {
   contained_target& operator=(const contained_target&) = delete;
 
   const std::string& ready() const { return ready_; }
+  // Sends one command line to the target; returns its answer line.
+  std::string command(const std::string& line) {
+    const std::string l = line + "\n";
+    if (::write(p_.in, l.data(), l.size()) != static_cast<ssize_t>(l.size())) return "write failed";
+    return read_line(p_.out);
+  }
   long pid() const { return pid_; }
   std::string pid_text() const { return std::to_string(pid_); }
   std::string root() const { return "/proc/" + pid_text() + "/root"; }
@@ -131,7 +139,7 @@ TEST_CASE("as root, links inside a container resolve inside it, never on the hos
   // Inside, /tmp/via is a link to "/": the server's directory
   // /tmp/via/tmp/inner is its own /tmp/inner. Resolved on the host, the same
   // link would lead to the host's /tmp/inner, which does not exist.
-  contained_target t(env_map{{"ARENASTAT_SOCKET_DIR", "/tmp/via/tmp/inner"}}, {.own_pids = true, .setup = "ln -s / /tmp/via"});
+  contained_target t(env_map{{"ARENASTAT_SOCKET_DIR", "/tmp/via/tmp/inner"}}, {.own_pids = true, .as_user = {}, .setup = "ln -s / /tmp/via"});
   REQUIRE(t.ready() == "ready 1");
   struct stat st {};
   REQUIRE(::stat("/tmp/inner", &st) != 0);
@@ -144,7 +152,7 @@ TEST_CASE("as root, a process with only a mount namespace of its own (a private 
           "[control][uid][namespaces]") {
   if (skip_unless_root()) return;
   // As systemd's PrivateTmp: the same pids, another /tmp.
-  contained_target t({}, {.own_pids = false, .setup = ""});
+  contained_target t({}, {.own_pids = false, .as_user = {}, .setup = ""});
   REQUIRE(t.ready() == "ready " + t.pid_text());
   const cli_result r = run_cli({t.pid_text(), "info"}, {});
   CHECK(r.status == 0);
@@ -162,4 +170,34 @@ TEST_CASE("as root, a contained process started with a relative ARENASTAT_SOCKET
                         " (pid 1 in its own pid namespace) has no control socket: it was started with "
                         "ARENASTAT_SOCKET_DIR='socks', which its server refuses (it is a relative path",
                     0) == 0);
+}
+
+TEST_CASE("as root, a contained process whose main thread exited is still reached through a live thread",
+          "[control][uid][namespaces]") {
+  if (skip_unless_root()) return;
+  // pthread_exit in main: /proc/<pid>/root, environ and ns/* are gone, a
+  // running thread's /proc/<pid>/task/<tid>/ ones are not; the server serves on.
+  contained_target t(env_map{{"ARENASTAT_SOCKET_DIR", "/tmp/inner-socks"}});
+  REQUIRE(t.ready() == "ready 1");
+  REQUIRE(t.command("main-thread-exit") == "done");
+  const cli_result r = run_cli({t.pid_text(), "info"}, {});
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("\nsocket /tmp/inner-socks/1.sock\n") != std::string::npos);
+}
+
+TEST_CASE("as root, a rootless container whose server would refuse root names its owner instead (exit 3)",
+          "[control][uid][namespaces]") {
+  if (skip_unless_root()) return;
+  // Made by uid 100000 with --map-root-user: inside, 100000 is root and the
+  // host's root is no uid at all, so the server (serving its uid and root as
+  // it sees them) would refuse root's connection.
+  contained_target t({}, {.own_pids = true, .as_user = {"--reuid=100000", "--regid=100000", "--clear-groups"}, .setup = ""});
+  REQUIRE(t.ready() == "ready 1");
+  const cli_result r = run_cli({t.pid_text(), "info"}, {});
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: process " + t.pid_text() +
+                     " is in a user namespace where you (uid 0) are no uid at all, neither its root nor its owner, so "
+                     "its server would refuse you: run arenastat as uid 100000 (the owner of process " +
+                     t.pid_text() + ")\n");
 }

@@ -3,6 +3,7 @@
 // (programs/fake_server.cpp) and processes that serve nothing.
 #include <catch2/catch.hpp>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <termios.h>
 
@@ -339,4 +340,40 @@ TEST_CASE("a socket name swapped for a link after the check never connects the C
   CHECK(reached == 0);
   CHECK(other == 0);
   CHECK(answered + refused == 60);
+}
+
+TEST_CASE("a thread id given as a pid is named as a thread of its process (exit 3)", "[control][trust][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  // The control server's thread: a task of the target other than its main one.
+  std::string tid;
+  for (int i = 0; i < 100 && tid.empty(); ++i) {
+    if (DIR* d = ::opendir(("/proc/" + t.pid_text() + "/task").c_str())) {
+      while (const dirent* e = ::readdir(d))
+        if (e->d_name[0] != '.' && e->d_name != t.pid_text()) tid = e->d_name;
+      ::closedir(d);
+    }
+    if (tid.empty()) std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE_FALSE(tid.empty());
+  const cli_result r = run_cli({tid, "info"}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: pid " + tid + " is a thread of process " + t.pid_text() + ", not a process: ask process " +
+                     t.pid_text() + "\n");
+}
+
+TEST_CASE("a start environment larger than a megabyte is searched whole", "[control][trust][threads]") {
+  // Ten variables of 120,000 bytes come before ARENASTAT_CONTROL and
+  // ARENASTAT_SOCKET_DIR (1.2 MB, under Linux's 2 MiB for an 8 MiB stack):
+  // the CLI, in a shell with another directory, still finds which one the
+  // process was started with.
+  temp_dir sockets, other;
+  env_map big;
+  for (char c = '0'; c <= '9'; ++c) big.emplace(std::string("A") + c, std::string(120'000, 'x'));
+  target t(sockets.path(), big);
+  const cli_result r = run_cli({t.pid_text(), "info"}, {{"ARENASTAT_SOCKET_DIR", other.path()}});
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: process " + t.pid_text() + " has no control socket at '" + other.path() + "/" +
+                     t.pid_text() + ".sock': it was started with ARENASTAT_SOCKET_DIR='" + sockets.path() +
+                     "'; set the same in this shell\n");
 }

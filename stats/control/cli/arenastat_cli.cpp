@@ -212,18 +212,30 @@ int remaining_ms(clock_type::time_point deadline) {
   return static_cast<int>(std::max<long long>(left, 0));
 }
 
-// The value of `name` in the environment `pid` was started with, when readable.
+// The value of `name` in the environment `pid` was started with, when
+// readable. Read in pieces, each entry kept only until its end: an
+// environment of any size (Linux bounds it by a quarter of the stack limit)
+// is searched whole, up to 256 MiB.
 std::optional<std::string> start_environment(long pid, std::string_view name) {
-  const std::optional<std::string> all =
-      naming::read_proc_file("/proc/" + std::to_string(pid) + "/environ", std::size_t{1} << 20);
-  if (!all) return std::nullopt;
+  const std::string path = naming::live_proc_dir(pid) + "/environ";
+  const fd_guard in{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (in.fd < 0) return std::nullopt;
   const std::string key = std::string(name) + "=";
-  for (std::size_t at = 0; at < all->size();) {
-    const std::size_t end = std::min(all->find('\0', at), all->size());
-    const std::string_view kv(all->data() + at, end - at);
-    if (kv.starts_with(key)) return std::string(kv.substr(key.size()));
-    at = end + 1;
+  std::string entry;  // the entry read so far
+  char buf[65536];
+  std::size_t total = 0;
+  for (ssize_t n; total < (std::size_t{256} << 20) && (n = ::read(in.fd, buf, sizeof buf)) > 0;) {
+    total += static_cast<std::size_t>(n);
+    for (std::string_view rest(buf, static_cast<std::size_t>(n)); !rest.empty();) {
+      const std::size_t nul = rest.find('\0');
+      entry.append(rest.substr(0, nul));
+      if (nul == std::string_view::npos) break;
+      if (entry.starts_with(key)) return entry.substr(key.size());
+      entry.clear();
+      rest.remove_prefix(nul + 1);
+    }
   }
+  if (entry.starts_with(key)) return entry.substr(key.size());  // a last entry without its NUL
   return std::nullopt;
 }
 
@@ -323,7 +335,7 @@ trusted_dir socket_in_its_root(long pid, std::optional<long> inner, const expect
   const std::string who = "process " + std::to_string(pid) +
                           (inner ? " (pid " + std::to_string(*inner) + " in its own pid namespace)"
                                  : std::string(" (in its own mount namespace)"));
-  const std::string root_shown = "/proc/" + std::to_string(pid) + "/root";
+  const std::string root_shown = naming::live_proc_dir(pid) + "/root";
   const fd_guard root{::open(root_shown.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
   if (root.fd < 0) {
     const int err = errno;
@@ -363,6 +375,24 @@ trusted_dir socket_in_its_root(long pid, std::optional<long> inner, const expect
                                         ": start it with ARENASTAT_CONTROL=1 (or call arenastat::control::start())"};
   }
   throw not_up(who, path, wait_ms);
+}
+
+// A process in another user namespace sees this CLI's uid through its
+// uid_map; its server serves only its own uid and root as it sees them. When
+// this CLI's uid is neither there (root on the host is nobody in a rootless
+// container), it would be refused: say who may ask instead (exit 3).
+void check_user_mapping(long pid, const expected_owner& owner, const std::string& who) {
+  if (naming::same_namespace(pid, "user") != false) return;
+  const std::optional<std::string> map = naming::read_proc_file(naming::live_proc_dir(pid) + "/uid_map", 65536);
+  if (!map) return;
+  const uid_t me = ::geteuid();
+  const std::optional<uid_t> mine = naming::uid_in_map(*map, me), theirs = naming::uid_in_map(*map, owner.uid);
+  if (mine && (*mine == 0 || mine == theirs)) return;
+  throw failure{exit_unreachable,
+                who + " is in a user namespace where you (uid " + std::to_string(me) + ") are " +
+                    (mine ? "uid " + std::to_string(*mine) : std::string("no uid at all")) +
+                    ", neither its root nor its owner, so its server would refuse you: run arenastat as " +
+                    owner.described};
 }
 
 // Throws `interrupted` when `watch` asks to stop.
@@ -572,7 +602,12 @@ std::string ask_target(long pid, const std::string& line, int timeout_ms, const 
     throw failure{exit_unreachable, "no process with pid " + std::to_string(pid) +
                                         " (it has exited?); run 'arenastat' to list the processes you can query"};
   }
+  if (const std::optional<long> group = naming::thread_group_of(pid); group && *group != pid) {
+    throw failure{exit_unreachable, "pid " + std::to_string(pid) + " is a thread of process " + std::to_string(*group) +
+                                        ", not a process: ask process " + std::to_string(*group)};
+  }
   const expected_owner owner{*uid, "uid " + std::to_string(*uid) + " (the owner of " + who + ")"};
+  check_user_mapping(pid, owner, who);
   std::string name;
   std::optional<trusted_dir> dir;
   if (const std::optional<long> inner = naming::innermost_pid(pid); inner || naming::same_namespace(pid, "mnt") == false) {

@@ -39,6 +39,9 @@ namespace {
 // The failure for an error opening the socket directory (shown as `shown`)
 // other than its absence and what is refused as a link or a non-directory.
 failure open_dir_failure(int err, const std::string& shown, const expected_owner& owner) {
+  if (err == EACCES && ::geteuid() == 0) {
+    return {exit_unreachable, "permission denied opening the socket directory " + shown + ", even as root"};
+  }
   if (err == EACCES) {
     return {exit_unreachable,
             "permission denied opening the socket directory " + shown + ": run arenastat as " + owner.described + " or as root"};
@@ -100,7 +103,11 @@ std::optional<trusted_dir> trusted_dir::open_in_root(int root_fd, const std::str
       struct stat st {};
       const bool link = p >= 0 && ::fstat(p, &st) == 0 && S_ISLNK(st.st_mode);
       if (p >= 0) ::close(p);
-      if (link || err == ELOOP) throw failure{exit_refused, what + "it is a symbolic link"};
+      if (link) throw failure{exit_refused, what + "it is a symbolic link"};
+      if (err == ELOOP) {
+        throw failure{exit_refused, what + "the way to it passes a link that is not followed (into /proc, or a "
+                                           "loop of links)"};
+      }
       throw failure{exit_refused, what + "it is not a directory"};
     }
     throw open_dir_failure(err, shown_path(path) + origin, owner);

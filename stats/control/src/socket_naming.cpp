@@ -231,20 +231,50 @@ std::optional<std::string> read_proc_file(const std::string& path, std::size_t m
   return all;
 }
 
+std::string live_proc_dir(long pid) {
+  const std::string base = "/proc/" + std::to_string(pid);
+  if (!exited_state(process_state(pid))) return base;
+  DIR* d = ::opendir((base + "/task").c_str());
+  if (d == nullptr) return base;
+  std::string live = base;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    if (!exited_state(state_in_stat_file(base + "/task/" + e->d_name + "/stat"))) {
+      live = base + "/task/" + e->d_name;
+      break;
+    }
+  }
+  ::closedir(d);
+  return live;
+}
+
 std::optional<bool> same_namespace(long pid, const char* kind) {
   struct stat mine {}, theirs {};
   const std::string self = std::string("/proc/self/ns/") + kind;
-  const std::string other = "/proc/" + std::to_string(pid) + "/ns/" + kind;
+  const std::string other = live_proc_dir(pid) + "/ns/" + kind;
   if (::stat(self.c_str(), &mine) != 0 || ::stat(other.c_str(), &theirs) != 0) return std::nullopt;
   return mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
 }
 
-std::optional<long> innermost_pid(long pid) {
+std::optional<long> thread_group_of(long pid) {
   const std::optional<std::string> status = read_proc_file("/proc/" + std::to_string(pid) + "/status", small_proc_bytes);
   if (!status) return std::nullopt;
-  const std::size_t at = status->find("\nNSpid:");
+  const std::size_t at = status->find("\nTgid:");
   if (at == std::string::npos) return std::nullopt;
-  const std::size_t from = at + 7, end = std::min(status->find('\n', from), status->size());
+  const std::size_t from = at + 6, end = std::min(status->find('\n', from), status->size());
+  const auto v = numbers_of(std::string_view(*status).substr(from, end - from));
+  if (!v || v->size() != 1 || v->front() == 0 || v->front() > 0x7fffffffULL) return std::nullopt;
+  return static_cast<long>(v->front());
+}
+
+std::optional<long> innermost_pid(long pid) {
+  const std::optional<std::string> status = read_proc_file(live_proc_dir(pid) + "/status", small_proc_bytes);
+  if (!status) return std::nullopt;
+  // NStgid: the process's pid in each namespace (NSpid is the thread's, and
+  // the status read may be a running thread's when the main one has exited).
+  const std::size_t at = status->find("\nNStgid:");
+  if (at == std::string::npos) return std::nullopt;
+  const std::size_t from = at + 8, end = std::min(status->find('\n', from), status->size());
   const auto pids = numbers_of(std::string_view(*status).substr(from, end - from));
   if (!pids || pids->size() < 2 || pids->back() == 0 || pids->back() > 0x7fffffffULL) return std::nullopt;
   return static_cast<long>(pids->back());
@@ -265,7 +295,7 @@ std::optional<uid_t> uid_in_map(std::string_view map, uid_t uid) {
 
 std::optional<uid_t> uid_inside(long pid, uid_t uid) {
   if (same_namespace(pid, "user") == true) return uid;
-  const std::optional<std::string> map = read_proc_file("/proc/" + std::to_string(pid) + "/uid_map", small_proc_bytes);
+  const std::optional<std::string> map = read_proc_file(live_proc_dir(pid) + "/uid_map", small_proc_bytes);
   if (!map) return std::nullopt;
   return uid_in_map(*map, uid);
 }

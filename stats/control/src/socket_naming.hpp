@@ -87,8 +87,18 @@ std::optional<char> process_state(long pid);
 // that is not dumpable), or nullopt when the process does not exist.
 std::optional<uid_t> process_uid(long pid);
 
+// Where to read `pid`'s per-process files (root, environ, ns/*, status,
+// uid_map): /proc/<pid>, or /proc/<pid>/task/<tid> of a thread still running
+// when its main thread has exited (pthread_exit: those files are gone from
+// /proc/<pid> but the process still serves).
+std::string live_proc_dir(long pid);
+
+// The thread group (process) that `pid` belongs to, from the Tgid line of
+// /proc/<pid>/status: another number for a thread id; nullopt when unreadable.
+std::optional<long> thread_group_of(long pid);
+
 // A process in a pid namespace below this one's (a container, `unshare
-// --pid`): its pid in its own namespace, the last of the NSpid values in
+// --pid`): its pid in its own namespace, the last of the NStgid values in
 // /proc/<pid>/status, which names its socket there. nullopt for a process of
 // this namespace (one value), and when the file is unreadable or malformed.
 std::optional<long> innermost_pid(long pid);
