@@ -201,3 +201,23 @@ TEST_CASE("as root, a rootless container whose server would refuse root names it
                      "its server would refuse you: run arenastat as uid 100000 (the owner of process " +
                      t.pid_text() + ")\n");
 }
+
+TEST_CASE("as root, a process with a private /tmp whose server chose a directory in code is found in this namespace",
+          "[control][uid][namespaces]") {
+  if (skip_unless_root()) return;
+  // options::socket_dir (no variable says it) outside /tmp, so the host sees
+  // the same directory: the CLI tries its own directory first.
+  char name[] = "/var/tmp/arenastat-ns-XXXXXX";
+  REQUIRE(::mkdtemp(name) != nullptr);
+  const std::string dir = name;
+  contained_target t({}, {.own_pids = false, .as_user = {}, .setup = ""});
+  REQUIRE(t.ready() == "ready " + t.pid_text());
+  REQUIRE(t.command("serve 128 0 0 0 0 " + dir + "/socks") == "done");
+  const cli_result r = run_cli({t.pid_text(), "info"}, {{"ARENASTAT_SOCKET_DIR", dir + "/socks"}});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("\nsocket " + dir + "/socks/" + t.pid_text() + ".sock\n") != std::string::npos);
+  t.command("quit");
+  std::remove((dir + "/socks/" + t.pid_text() + ".sock").c_str());
+  ::rmdir((dir + "/socks").c_str());
+  ::rmdir(dir.c_str());
+}

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <termios.h>
 
 #include <atomic>
@@ -299,8 +300,9 @@ TEST_CASE("a socket name swapped for a link after the check never connects the C
   // a decoy socket and back (renames over it: a hard link keeps the real
   // one). The CLI checks the name, then connects to the inode it opened
   // without following a link, so it either gets its answer (exit 0) or
-  // refuses the link (exit 4), and the decoy never sees a connection.
-  // Connecting by name instead, about a run in five reached the decoy.
+  // refuses the link (exit 4: some runs must, or the swaps missed every
+  // check), and the decoy never sees a connection. Connecting by name
+  // instead, 10 runs of 60 reached the decoy.
   temp_dir sockets;
   target t(sockets.path());
   const std::string name = sockets.file(t.pid_text() + ".sock");
@@ -339,6 +341,7 @@ TEST_CASE("a socket name swapped for a link after the check never connects the C
   ::close(decoy);
   CHECK(reached == 0);
   CHECK(other == 0);
+  CHECK(refused > 0);
   CHECK(answered + refused == 60);
 }
 
@@ -367,10 +370,21 @@ TEST_CASE("a start environment larger than a megabyte is searched whole", "[cont
   // ARENASTAT_SOCKET_DIR (1.2 MB, under Linux's 2 MiB for an 8 MiB stack):
   // the CLI, in a shell with another directory, still finds which one the
   // process was started with.
+  // The environment must fit in a quarter of the stack limit the target
+  // inherits: at least 8 MiB for the spawn (the soft limit raised within the hard one).
+  rlimit stack{};
+  REQUIRE(::getrlimit(RLIMIT_STACK, &stack) == 0);
+  const rlimit saved = stack;
+  if (stack.rlim_cur != RLIM_INFINITY && stack.rlim_cur < (rlim_t{8} << 20)) {
+    REQUIRE((stack.rlim_max == RLIM_INFINITY || stack.rlim_max >= (rlim_t{8} << 20)));
+    stack.rlim_cur = rlim_t{8} << 20;
+    REQUIRE(::setrlimit(RLIMIT_STACK, &stack) == 0);
+  }
   temp_dir sockets, other;
   env_map big;
   for (char c = '0'; c <= '9'; ++c) big.emplace(std::string("A") + c, std::string(120'000, 'x'));
   target t(sockets.path(), big);
+  ::setrlimit(RLIMIT_STACK, &saved);
   const cli_result r = run_cli({t.pid_text(), "info"}, {{"ARENASTAT_SOCKET_DIR", other.path()}});
   CHECK(r.status == 3);
   CHECK(r.err == "arenastat: process " + t.pid_text() + " has no control socket at '" + other.path() + "/" +

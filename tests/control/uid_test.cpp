@@ -194,3 +194,23 @@ TEST_CASE("as root, a query gets through when another user holds every slot with
   ::close(p.out);
   ::close(p.err);
 }
+
+TEST_CASE("another user's process whose environment cannot be read is not said to lack ARENASTAT_CONTROL (exit 3)",
+          "[control][uid][threads]") {
+  if (!can_act_as_nobody()) return;
+  // Root's target, asked by 'nobody' with a socket directory that does not
+  // exist: the socket is missing, and only the target's environment (which
+  // 'nobody' may not read) could say why, so the CLI says exactly that.
+  temp_dir sockets;
+  target t(sockets.path());
+  nobody_area area;
+  const std::string cli = area.dir + "/arenastat";
+  std::filesystem::copy_file(cli_path, cli);
+  REQUIRE(::chmod(cli.c_str(), 0755) == 0);
+  const cli_result r =
+      run_as_nobody("/usr/bin/env", {"ARENASTAT_SOCKET_DIR=/nonexistent/socks", cli, t.pid_text(), "info"});
+  CHECK(r.status == 3);
+  CHECK(r.err == "arenastat: process " + t.pid_text() + " has no control socket at '/nonexistent/socks/" +
+                     t.pid_text() + ".sock', and its environment, which would say why, cannot be read: run "
+                     "arenastat as uid 0 (the owner of process " + t.pid_text() + ") or as root\n");
+}

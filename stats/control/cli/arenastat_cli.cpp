@@ -295,6 +295,12 @@ bool started_to_serve(long pid) { return start_environment(pid, "ARENASTAT_CONTR
 trusted_dir wait_for_socket(long pid, const std::string& dir_path, const expected_owner& owner, int timeout_ms) {
   const std::string path = shown_path(naming::socket_path(dir_path, pid));
   const std::string who = "process " + std::to_string(pid);
+  if (::access((naming::live_proc_dir(pid) + "/environ").c_str(), R_OK) != 0 && !naming::process_gone(pid)) {
+    // Its start environment would say why (not started to serve, another
+    // directory, another mount namespace): only its owner or root may read it.
+    throw failure{exit_unreachable, who + " has no control socket at " + path + ", and its environment, which would "
+                                        "say why, cannot be read: run arenastat as " + owner.described + " or as root"};
+  }
   if (!started_to_serve(pid)) {
     throw failure{exit_unreachable, who + " has no control socket at " + path +
                                         ": start it with ARENASTAT_CONTROL=1 (or call arenastat::control::start()), "
@@ -342,7 +348,7 @@ trusted_dir socket_in_its_root(long pid, std::optional<long> inner, const expect
     if (naming::process_gone(pid)) throw failure{exit_unreachable, "no process with pid " + std::to_string(pid) + " (it has exited)"};
     if (err == EACCES || err == EPERM) {
       throw failure{exit_unreachable, "permission denied opening " + root_shown + ", where the socket of " + who +
-                                          " is seen from here: run arenastat as root"};
+                                          " is seen from here: run arenastat as root, or inside its container"};
     }
     throw failure{exit_unreachable, "cannot open " + root_shown + " (the root of " + who + "): " + error_text(err)};
   }
@@ -388,11 +394,15 @@ void check_user_mapping(long pid, const expected_owner& owner, const std::string
   const uid_t me = ::geteuid();
   const std::optional<uid_t> mine = naming::uid_in_map(*map, me), theirs = naming::uid_in_map(*map, owner.uid);
   if (mine && (*mine == 0 || mine == theirs)) return;
-  throw failure{exit_unreachable,
-                who + " is in a user namespace where you (uid " + std::to_string(me) + ") are " +
-                    (mine ? "uid " + std::to_string(*mine) : std::string("no uid at all")) +
-                    ", neither its root nor its owner, so its server would refuse you: run arenastat as " +
-                    owner.described};
+  const std::string why = who + " is in a user namespace where you (uid " + std::to_string(me) + ") are " +
+                          (mine ? "uid " + std::to_string(*mine) : std::string("no uid at all")) +
+                          ", neither its root nor its owner, so its server would refuse you: ";
+  // Its owner may ask from here only when it also owns the namespace (a
+  // rootless container's root): reading /proc/<pid>/root and environ across
+  // a user namespace takes its owner's capabilities there.
+  if (naming::user_namespace_owner(pid) == owner.uid) throw failure{exit_unreachable, why + "run arenastat as " + owner.described};
+  throw failure{exit_unreachable, why + "run arenastat inside its container (podman exec, docker exec, lxc exec), "
+                                        "as its root or its owner there"};
 }
 
 // Throws `interrupted` when `watch` asks to stop.
@@ -610,9 +620,16 @@ std::string ask_target(long pid, const std::string& line, int timeout_ms, const 
   check_user_mapping(pid, owner, who);
   std::string name;
   std::optional<trusted_dir> dir;
-  if (const std::optional<long> inner = naming::innermost_pid(pid); inner || naming::same_namespace(pid, "mnt") == false) {
+  const std::optional<long> inner = naming::innermost_pid(pid);
+  const bool own_mounts = !inner && naming::same_namespace(pid, "mnt") == false;
+  if (own_mounts) {  // its socket may still be in this namespace (a shared /tmp, options::socket_dir)
+    name = naming::socket_name(pid);
+    dir = trusted_dir::open(naming::socket_dir(*uid), owner);
+    if (dir && !check_socket(*dir, name, owner)) dir.reset();
+  }
+  if (!dir && (inner || own_mounts)) {
     dir = socket_in_its_root(pid, inner, owner, timeout_ms, name);
-  } else {
+  } else if (!dir) {
     const std::string dir_path = naming::socket_dir(*uid);
     name = naming::socket_name(pid);
     dir = trusted_dir::open(dir_path, owner);

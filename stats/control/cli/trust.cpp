@@ -89,8 +89,12 @@ std::optional<trusted_dir> trusted_dir::open_in_root(int root_fd, const std::str
   const std::string relative = inside.substr(inside.find_first_not_of('/') == std::string::npos
                                                  ? inside.size()
                                                  : inside.find_first_not_of('/'));
-  const int fd = static_cast<int>(::syscall(SYS_openat2, root_fd, relative.empty() ? "." : relative.c_str(), &how,
-                                            sizeof how));
+  // EAGAIN: a rename or mount inside raced the confined walk; the kernel asks for a retry.
+  int fd = -1;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    fd = static_cast<int>(::syscall(SYS_openat2, root_fd, relative.empty() ? "." : relative.c_str(), &how, sizeof how));
+    if (fd >= 0 || errno != EAGAIN) break;
+  }
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT) return std::nullopt;

@@ -2,6 +2,8 @@
 #include "socket_naming.hpp"
 
 #include <dirent.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -246,6 +248,16 @@ std::string live_proc_dir(long pid) {
   }
   ::closedir(d);
   return live;
+}
+
+std::optional<uid_t> user_namespace_owner(long pid) {
+  const int fd = ::open((live_proc_dir(pid) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  uid_t owner = 0;
+  const int r = ::ioctl(fd, NS_GET_OWNER_UID, &owner);
+  ::close(fd);
+  if (r != 0) return std::nullopt;
+  return owner;
 }
 
 std::optional<bool> same_namespace(long pid, const char* kind) {

@@ -83,8 +83,9 @@ bool nobody_listens(int dirfd, const char* name);
 // when unreadable.
 std::optional<char> process_state(long pid);
 
-// The uid owning /proc/<pid> (the process's effective uid; root for a process
-// that is not dumpable), or nullopt when the process does not exist.
+// The uid owning /proc/<pid> (the process's effective uid, dumpable or not:
+// only the files in it belong to root then), or nullopt when the process does
+// not exist.
 std::optional<uid_t> process_uid(long pid);
 
 // Where to read `pid`'s per-process files (root, environ, ns/*, status,
@@ -113,6 +114,10 @@ std::optional<uid_t> uid_inside(long pid, uid_t uid);
 // count" per line: outside + k is inside + k for k < count); nullopt when no
 // line covers it. Malformed lines are skipped.
 std::optional<uid_t> uid_in_map(std::string_view map, uid_t uid);
+
+// The uid (as this process sees it) that owns the user namespace of `pid`
+// (ioctl NS_GET_OWNER_UID), nullopt when it cannot be read.
+std::optional<uid_t> user_namespace_owner(long pid);
 
 // Whether `pid` is in this process's namespace of `kind` ("mnt", "user",
 // "pid"): /proc/self/ns/<kind> and /proc/<pid>/ns/<kind> are the same file.

@@ -5,12 +5,13 @@
 //   grow N             N more blocks of 1000 bytes in account "cache/items"
 //   scope NAME BYTES   run scope NAME that allocates and frees BYTES via "scratch"
 //   entries N          N accounts "bulk/<i>" holding 64 bytes each
-//   serve MAX [BACKLOG [STALL_MS [REQUEST_MS [RESPONSE_MS]]]]
+//   serve MAX [BACKLOG [STALL_MS [REQUEST_MS [RESPONSE_MS [DIR]]]]]
 //                      restart the control server with options::max_clients
 //                      MAX and, when given and not 0, max_answer_backlog
 //                      BACKLOG bytes, stall_timeout, request_timeout and
 //                      response_timeout in milliseconds (0 keeps the default,
-//                      so a later argument can be given alone: `serve 2 0 60000`)
+//                      so a later argument can be given alone: `serve 2 0 60000`),
+//                      and options::socket_dir DIR
 //   ping               nothing (lets the main thread leave read(): TSan runs
 //                      deferred signal handlers only when a call returns)
 //   exit-from-thread   a new thread calls std::exit(0) while main blocks on stdin
@@ -114,6 +115,7 @@ int main() {
         if (!(in >> ms)) break;
         if (ms != 0) *timeout = std::chrono::milliseconds(ms);
       }
+      in >> o.socket_dir;
       arenastat::control::stop();
       arenastat::control::start(o);
     } else if (cmd == "ping") {
