@@ -188,11 +188,11 @@ class target {
     extra.emplace("ARENASTAT_CONTROL", "1");
     extra.emplace("ARENASTAT_SOCKET_DIR", socket_dir);
     p_ = spawn(program, {}, extra, cwd);
-    const std::string ready = read_line(p_.out);
-    if (ready.rfind("ready ", 0) != 0) {
-      throw std::runtime_error("control_target did not start: '" + ready + "', stderr: " + read_all(p_.err, 1s));
-    }
+    wait_ready();
   }
+  // control_target run by another program (`unshare ...`): `p` as spawned;
+  // its pid (pid()) is the spawned program's.
+  explicit target(spawned p) : p_(p) { wait_ready(); }
   ~target() {
     if (p_.pid > 0) {
       ::kill(p_.pid, SIGKILL);
@@ -206,6 +206,8 @@ class target {
   target& operator=(const target&) = delete;
 
   pid_t pid() const { return p_.pid; }
+  // The line the program started with: "ready <its pid as it sees it>".
+  const std::string& ready() const { return ready_; }
   std::string pid_text() const { return std::to_string(p_.pid); }
 
   // Sends one command line; returns the program's answer line.
@@ -259,7 +261,15 @@ class target {
   }
 
  private:
+  void wait_ready() {
+    ready_ = read_line(p_.out);
+    if (ready_.rfind("ready ", 0) != 0) {
+      throw std::runtime_error("control_target did not start: '" + ready_ + "', stderr: " + read_all(p_.err, 1s));
+    }
+  }
+
   spawned p_;
+  std::string ready_;
   std::string err_pending_;  // stderr read by stderr_line() past the line it returned
 };
 

@@ -23,51 +23,41 @@ struct containment {
   std::string setup;                 // shell commands run inside after /tmp is mounted
 };
 
-// control_target in a new mount namespace whose /tmp is a fresh tmpfs (so
-// its socket is not in this namespace's /tmp), and as `how` says.
+// The unshare command line that runs control_target in a new mount
+// namespace whose /tmp is a fresh tmpfs (so its socket is not in this
+// namespace's /tmp), and as `how` says.
+spawned spawn_contained(env_map extra, const containment& how) {
+  extra.emplace("ARENASTAT_CONTROL", "1");
+  std::vector<std::string> args = how.as_user;
+  if (!how.as_user.empty()) args.insert(args.end(), {"/usr/bin/unshare", "--user", "--map-root-user"});
+  if (how.own_pids) args.insert(args.end(), {"--pid", "--fork", "--kill-child"});
+  const std::string script =
+      "mount -t tmpfs tmpfs /tmp && " + (how.setup.empty() ? "" : how.setup + " && ") + "exec \"$0\"";
+  args.insert(args.end(), {"--mount", "--propagation", "private", "sh", "-c", script, target_path});
+  return spawn(how.as_user.empty() ? "/usr/bin/unshare" : "/usr/bin/setpriv", args, extra);
+}
+
+// control_target contained as `how` says (killed with unshare: --kill-child).
 class contained_target {
  public:
-  explicit contained_target(env_map extra = {}, const containment& how = {}) {
-    extra.emplace("ARENASTAT_CONTROL", "1");
-    std::vector<std::string> args = how.as_user;
-    if (!how.as_user.empty()) args.insert(args.end(), {"/usr/bin/unshare", "--user", "--map-root-user"});
-    if (how.own_pids) args.insert(args.end(), {"--pid", "--fork", "--kill-child"});
-    const std::string script = "mount -t tmpfs tmpfs /tmp && " + (how.setup.empty() ? "" : how.setup + " && ") +
-                               "exec \"$0\"";
-    args.insert(args.end(), {"--mount", "--propagation", "private", "sh", "-c", script, target_path});
-    p_ = spawn(how.as_user.empty() ? "/usr/bin/unshare" : "/usr/bin/setpriv", args, extra);
-    ready_ = read_line(p_.out);
+  explicit contained_target(env_map extra = {}, const containment& how = {})
+      : t_(spawn_contained(std::move(extra), how)) {
     if (how.own_pids) {  // the target is unshare's only child: its pid here
-      std::ifstream children("/proc/" + std::to_string(p_.pid) + "/task/" + std::to_string(p_.pid) + "/children");
+      std::ifstream children("/proc/" + std::to_string(t_.pid()) + "/task/" + std::to_string(t_.pid()) + "/children");
       children >> pid_;
     } else {  // unshare and sh exec into it
-      pid_ = p_.pid;
+      pid_ = t_.pid();
     }
   }
-  ~contained_target() {
-    ::kill(p_.pid, SIGKILL);  // --kill-child: the target gets SIGKILL too (or unshare is the target)
-    ::waitpid(p_.pid, nullptr, 0);
-    ::close(p_.in);
-    ::close(p_.out);
-    ::close(p_.err);
-  }
-  contained_target(const contained_target&) = delete;
-  contained_target& operator=(const contained_target&) = delete;
 
-  const std::string& ready() const { return ready_; }
-  // Sends one command line to the target; returns its answer line.
-  std::string command(const std::string& line) {
-    const std::string l = line + "\n";
-    if (::write(p_.in, l.data(), l.size()) != static_cast<ssize_t>(l.size())) return "write failed";
-    return read_line(p_.out);
-  }
+  const std::string& ready() const { return t_.ready(); }
+  std::string command(const std::string& line) { return t_.command(line); }
   long pid() const { return pid_; }
   std::string pid_text() const { return std::to_string(pid_); }
   std::string root() const { return "/proc/" + pid_text() + "/root"; }
 
  private:
-  spawned p_;
-  std::string ready_;
+  target t_;
   long pid_ = -1;
 };
 
