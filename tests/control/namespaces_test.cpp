@@ -31,8 +31,11 @@ spawned spawn_contained(env_map extra, const containment& how) {
   std::vector<std::string> args = how.as_user;
   if (!how.as_user.empty()) args.insert(args.end(), {"/usr/bin/unshare", "--user", "--map-root-user"});
   if (how.own_pids) args.insert(args.end(), {"--pid", "--fork", "--kill-child"});
-  const std::string script =
-      "mount -t tmpfs tmpfs /tmp && " + (how.setup.empty() ? "" : how.setup + " && ") + "exec \"$0\"";
+  // The program is copied into the new /tmp through a descriptor opened
+  // before the mount: the build tree may itself be under /tmp (CI's is).
+  const std::string script = "exec 3<\"$0\" && mount -t tmpfs tmpfs /tmp && cat <&3 >/tmp/control_target && "
+                             "exec 3<&- && chmod 0755 /tmp/control_target && " +
+                             (how.setup.empty() ? "" : how.setup + " && ") + "exec /tmp/control_target";
   args.insert(args.end(), {"--mount", "--propagation", "private", "sh", "-c", script, target_path});
   return spawn(how.as_user.empty() ? "/usr/bin/unshare" : "/usr/bin/setpriv", args, extra);
 }
