@@ -264,6 +264,11 @@ void check_path_fits(const std::string& who, const std::string& dir, long pid_in
   }
 }
 
+// The failure for a process that exited while the CLI looked for its socket.
+failure exited(long pid) {
+  return {exit_unreachable, "no process with pid " + std::to_string(pid) + " (it has exited)"};
+}
+
 // Tries `find` (a checked directory holding the socket, or nullopt) until it
 // succeeds, `pid` is gone (a failure) or `wait_ms` have passed (nullopt).
 std::optional<trusted_dir> wait_until_found(long pid, int wait_ms,
@@ -272,7 +277,7 @@ std::optional<trusted_dir> wait_until_found(long pid, int wait_ms,
   for (;;) {
     if (std::optional<trusted_dir> dir = find()) return dir;
     if (naming::process_gone(pid)) {
-      throw failure{exit_unreachable, "no process with pid " + std::to_string(pid) + " (it has exited)"};
+      throw exited(pid);
     }
     if (clock_type::now() >= until) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -345,7 +350,7 @@ trusted_dir socket_in_its_root(long pid, std::optional<long> inner, const expect
   const fd_guard root{::open(root_shown.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
   if (root.fd < 0) {
     const int err = errno;
-    if (naming::process_gone(pid)) throw failure{exit_unreachable, "no process with pid " + std::to_string(pid) + " (it has exited)"};
+    if (naming::process_gone(pid)) throw exited(pid);
     if (err == EACCES || err == EPERM) {
       throw failure{exit_unreachable, "permission denied opening " + root_shown + ", where the socket of " + who +
                                           " is seen from here: run arenastat as root, or inside its container"};
@@ -389,7 +394,7 @@ trusted_dir socket_in_its_root(long pid, std::optional<long> inner, const expect
 // container), it would be refused: say who may ask instead (exit 3).
 void check_user_mapping(long pid, const expected_owner& owner, const std::string& who) {
   if (naming::same_namespace(pid, "user") != false) return;
-  const std::optional<std::string> map = naming::read_proc_file(naming::live_proc_dir(pid) + "/uid_map", 65536);
+  const std::optional<std::string> map = naming::uid_map_of(pid);
   if (!map) return;
   const uid_t me = ::geteuid();
   const std::optional<uid_t> mine = naming::uid_in_map(*map, me), theirs = naming::uid_in_map(*map, owner.uid);

@@ -305,9 +305,13 @@ std::optional<uid_t> uid_in_map(std::string_view map, uid_t uid) {
   return std::nullopt;
 }
 
+std::optional<std::string> uid_map_of(long pid) {
+  return read_proc_file(live_proc_dir(pid) + "/uid_map", small_proc_bytes);
+}
+
 std::optional<uid_t> uid_inside(long pid, uid_t uid) {
   if (same_namespace(pid, "user") == true) return uid;
-  const std::optional<std::string> map = read_proc_file(live_proc_dir(pid) + "/uid_map", small_proc_bytes);
+  const std::optional<std::string> map = uid_map_of(pid);
   if (!map) return std::nullopt;
   return uid_in_map(*map, uid);
 }

@@ -110,6 +110,10 @@ std::optional<long> innermost_pid(long pid);
 // namespace); nullopt when the map has no line for it or cannot be read.
 std::optional<uid_t> uid_inside(long pid, uid_t uid);
 
+// The text of /proc/<pid>/uid_map (a running thread's, live_proc_dir), nullopt
+// when unreadable.
+std::optional<std::string> uid_map_of(long pid);
+
 // The uid that `uid` maps to through the text of a uid_map ("inside outside
 // count" per line: outside + k is inside + k for k < count); nullopt when no
 // line covers it. Malformed lines are skipped.
