@@ -165,11 +165,9 @@ trace_source check_trace(std::string_view spec) {
          "zipf-phase, scan, recency)");
   if (rest.empty()) fail("bad trace '" + std::string(spec) + "': no path after '" + head + ":'");
   t.path = std::string(rest);
-  // A file that cannot be read is said before the first trace is simulated
-  // (without opening it: a FIFO's writer would lose its reader).
-  if (::faccessat(AT_FDCWD, t.path.c_str(), R_OK, AT_EACCESS) != 0) {
-    std::fprintf(stderr, "%.*s: cannot open '%s': %s\n", static_cast<int>(program.size()), program.data(),
-                 shown(t.path).c_str(), std::strerror(errno));
+  // A file that cannot be read is said before the first trace is simulated.
+  if (const std::string why = sim::detail::unreadable(t.path); !why.empty()) {
+    std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), shown(why).c_str());
     std::exit(1);
   }
   return t;
@@ -245,7 +243,11 @@ command_line parse_command_line(int argc, char** argv) {
     if (arg.starts_with("--")) {
       const std::size_t eq = arg.find('=');
       const std::string_view opt = arg.substr(0, eq);
-      if (eq == std::string_view::npos) fail("unknown option '" + std::string(arg) + "'");
+      if (eq == std::string_view::npos) {
+        for (const std::string_view o : {"--sizes", "--policies", "--csv-column", "--csv-delimiter", "--max-requests"})
+          if (arg == o) fail("option '" + std::string(arg) + "' needs a value: " + std::string(arg) + "=...");
+        fail("unknown option '" + std::string(arg) + "'");
+      }
       const std::string_view value = arg.substr(eq + 1);
       if (opt == "--sizes") {
         sizes.clear();
@@ -351,22 +353,27 @@ int run(int argc, char** argv) {
     std::vector<std::uint32_t> next;
     for (const auto* p : j.policies)
       if (p->name.starts_with("opt") && next.empty()) next = sim::next_uses(t.keys, t.distinct);
+    // A column is as wide as its policy's name, and at least 10.
+    std::vector<int> width;
+    for (const auto* p : j.policies) width.push_back(std::max(10, static_cast<int>(p->name.size())));
     std::fprintf(table, "%s: %zu requests, %u distinct keys; hit rate %%\n%10s", shown(t.name).c_str(), t.keys.size(),
                  t.distinct, "size");
-    for (const auto* p : j.policies) std::fprintf(table, " %10.*s", static_cast<int>(p->name.size()), p->name.data());
+    for (std::size_t k = 0; k < j.policies.size(); ++k)
+      std::fprintf(table, " %*.*s", width[k], static_cast<int>(j.policies[k]->name.size()), j.policies[k]->name.data());
     std::fprintf(table, "\n");
     for (const std::size_t n : j.sizes) {
       std::fprintf(table, "%10zu", n);
       now.mid_row = true;
       std::uint64_t lru_hits = UINT64_MAX, ref_hits = UINT64_MAX;
-      for (const auto* p : j.policies) {
+      for (std::size_t k = 0; k < j.policies.size(); ++k) {
+        const policy_entry* const p = j.policies[k];
         now.work = shown("running " + std::string(p->name) + " at size " + std::to_string(n) + " on '" + t.name +
                          "' (a policy's state grows with the size: smaller --sizes need less)");
         const std::uint64_t hits = p->run(t, n, next);
         if (p->name == "lru") lru_hits = hits;
         if (p->name == "ref_lru") ref_hits = hits;
         rows.push_back({t.name, t.keys.size(), t.distinct, n, p->name, hits});
-        std::fprintf(table, " %10.2f", 100.0 * static_cast<double>(hits) / static_cast<double>(t.keys.size()));
+        std::fprintf(table, " %*.2f", width[k], 100.0 * static_cast<double>(hits) / static_cast<double>(t.keys.size()));
         std::fflush(table);
       }
       std::fprintf(table, "\n");

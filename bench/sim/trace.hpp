@@ -8,9 +8,7 @@
 //   plain  libCacheSim's plain-text trace: one object id per line; a decimal
 //          id is a number (007 and 7 are one key), any other text is a key of
 //          its own, compared as text (never equal to a number: "abc" is not
-//          the number its hash would be). A line holding a carriage return
-//          (a file with CR line ends) or a NUL (UTF-16, binary data) is an
-//          error.
+//          the number its hash would be).
 //   csv    one request per line, the key in column csv_column (1-based) of
 //          fields separated by csv_delimiter; csv_header skips the first line.
 //          Keys as for plain.
@@ -18,15 +16,20 @@
 //          block start .. start + count - 1 one request; further fields ignored.
 //   longs  8-byte big-endian keys back to back (the trace Caffeine's simulator
 //          reads with DataInputStream.readLong, e.g. scarab-recs).
+// In every text format a line holding a carriage return (a file with CR line
+// ends) or a NUL (UTF-16, binary data) is an error; a longs file that starts
+// as compressed data or as text lines is refused.
 // A path ending in .gz or .xz is decompressed through `gzip -dc` / `xz -dc`.
 // Lines are at most max_line bytes. Every error throws trace_error naming the
 // file, the line and what was wrong.
 #pragma once
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -155,14 +158,50 @@ inline bool parse_u64(std::string_view s, std::uint64_t& v) {
   return !s.empty() && ec == std::errc{} && p == s.data() + s.size();
 }
 
+// The tool that decompresses `path` ("gzip" for .gz, "xz" for .xz), or nullptr.
+inline const char* decompressor_for(std::string_view path) noexcept {
+  const auto ends = [&](std::string_view e) { return path.size() > e.size() && path.ends_with(e); };
+  return ends(".gz") ? "gzip" : ends(".xz") ? "xz" : nullptr;
+}
+
+// Whether posix_spawnp would find `tool`: an executable file of that name in
+// a directory of PATH (glibc's default search path when PATH is unset).
+inline bool on_path(std::string_view tool) {
+  const char* env = std::getenv("PATH");
+  const std::string_view dirs = env != nullptr ? env : "/bin:/usr/bin";
+  for (std::size_t from = 0; from <= dirs.size();) {
+    const std::size_t colon = std::min(dirs.find(':', from), dirs.size());
+    const std::string_view dir = colon == from ? std::string_view(".") : dirs.substr(from, colon - from);
+    std::string file;  // an empty entry is the current directory
+    file.append(dir).append(1, '/').append(tool);
+    struct stat st {};
+    if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(file.c_str(), X_OK) == 0) return true;
+    from = colon + 1;
+  }
+  return false;
+}
+
+// What makes `path` unreadable as a trace before it is opened ("" when
+// nothing does): not there or not readable, a directory, or a decompressor
+// its name needs that is not on PATH. Opening is left to the reader: a
+// FIFO's writer would lose its reader.
+inline std::string unreadable(const std::string& path) {
+  if (::faccessat(AT_FDCWD, path.c_str(), R_OK, AT_EACCESS) != 0)
+    return "cannot open '" + path + "': " + std::strerror(errno);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "cannot read '" + path + "': a directory";
+  if (const char* tool = decompressor_for(path); tool != nullptr && !on_path(tool))
+    return "cannot decompress '" + path + "': " + tool + " was not found (is it installed and on PATH?)";
+  return {};
+}
+
 // A file, or a decompressor's output for .gz / .xz.
 class input {
  public:
   explicit input(const std::string& path) : path_(path) {
     std::FILE* f = std::fopen(path.c_str(), "rbe");  // e: O_CLOEXEC (the tool gets it as stdin only)
     if (!f) throw trace_error("cannot open '" + path + "': " + std::strerror(errno));
-    const auto ends = [&](std::string_view e) { return path.size() > e.size() && path.ends_with(e); };
-    const char* tool = ends(".gz") ? "gzip" : ends(".xz") ? "xz" : nullptr;
+    const char* tool = decompressor_for(path);
     if (!tool) {
       file_ = f;
       return;
@@ -280,6 +319,35 @@ class input {
   pid_t child_ = -1;
 };
 
+// Compressed bytes read as keys would be a wrong trace with no error: what
+// the first bytes of a file say it is when it is compressed data (not named
+// .gz or .xz, or decompressed twice) or UTF-16 text, else nullptr.
+inline const char* compressed_kind(std::string_view head) noexcept {
+  if (head.starts_with("\x1f\x8b")) return "gzip-compressed data (a name ending in .gz is read through gzip -dc)";
+  if (head.starts_with(std::string_view("\xFD" "7zXZ\0", 6)))
+    return "xz-compressed data (a name ending in .xz is read through xz -dc)";
+  if (head.starts_with("\x28\xB5\x2F\xFD")) return "zstd-compressed data (decompress it first)";
+  if (head.size() >= 10 && head.starts_with("BZh") && head.substr(4, 6) == "1AY&SY")
+    return "bzip2-compressed data (decompress it first)";
+  if (head.starts_with("\xFF\xFE") || head.starts_with("\xFE\xFF"))
+    return "UTF-16 text (keys are read as ASCII or UTF-8: convert it, e.g. with iconv -f UTF-16 -t UTF-8)";
+  return nullptr;
+}
+
+// Whether the first bytes of a `longs:` file are text with a line break: a
+// key per line given as longs by mistake. Binary keys are this only by a
+// chance of about (100/256)^n for n bytes (and big-endian keys below 2^56
+// start with a zero byte, never text).
+inline bool looks_like_text_lines(std::string_view head) noexcept {
+  bool line_break = false;
+  for (const char c : head) {
+    const auto u = static_cast<unsigned char>(c);
+    line_break |= u == '\n';
+    if (!(u == '\n' || u == '\r' || u == '\t' || (u >= 0x20 && u < 0x7F))) return false;
+  }
+  return line_break;
+}
+
 // Lines of at most max_line bytes (without the newline, a Windows line
 // ending's '\r' before it, or a byte order mark before the first line).
 class line_reader {
@@ -331,21 +399,10 @@ class line_reader {
     end_ += n;
     if (!sniffed_) refuse_compressed();
   }
-  // Compressed bytes read as text would be keys (plain, csv) with no error:
-  // a compressed file not named .gz or .xz is refused by its magic number,
-  // and UTF-16 text by its byte order mark.
   void refuse_compressed() {
     sniffed_ = true;
-    const std::string_view head(buf_.data(), end_);
-    const auto refuse = [&](const char* what) { throw trace_error(path_ + ":1: " + what); };
-    if (head.starts_with("\x1f\x8b")) refuse("gzip-compressed data (a name ending in .gz is read through gzip -dc)");
-    if (head.starts_with(std::string_view("\xFD" "7zXZ\0", 6)))
-      refuse("xz-compressed data (a name ending in .xz is read through xz -dc)");
-    if (head.starts_with("\x28\xB5\x2F\xFD")) refuse("zstd-compressed data (decompress it first)");
-    if (head.size() >= 10 && head.starts_with("BZh") && head.substr(4, 6) == "1AY&SY")
-      refuse("bzip2-compressed data (decompress it first)");
-    if (head.starts_with("\xFF\xFE") || head.starts_with("\xFE\xFF"))
-      refuse("UTF-16 text (keys are read as ASCII or UTF-8: convert it, e.g. with iconv -f UTF-16 -t UTF-8)");
+    if (const char* what = compressed_kind(std::string_view(buf_.data(), end_)))
+      throw trace_error(path_ + ":1: " + what);
   }
   std::FILE* f_;
   std::string path_;
@@ -360,23 +417,27 @@ enum class csv_status { ok, missing, unclosed_quote, text_after_quote };
 // Field `column` (1-based) of a csv line into `field`, trimmed of spaces and
 // tabs. A field in double quotes (RFC 4180, as libCacheSim's libcsv reads it)
 // may hold the delimiter, "" in it is one quote, and the quotes are not part
-// of the key; it ends on its line (keys hold no newline). `scratch` holds an
-// unquoted field.
+// of the key; it ends on its line (keys hold no newline). The whole line is
+// checked, not only up to the column: a quote left open in a later field
+// would make a reader of whole records see another trace. `scratch` holds a
+// quoted field.
 inline csv_status csv_field(std::string_view line, unsigned column, char delimiter, std::string& scratch,
                             std::string_view& field) {
   const auto blank = [&](std::size_t i) { return (line[i] == ' ' || line[i] == '\t') && line[i] != delimiter; };
+  bool found = false;
   std::size_t i = 0;
   for (unsigned c = 1;; ++c) {
+    const bool wanted = c == column;
     std::size_t q = i;
     while (q < line.size() && blank(q)) ++q;
     if (q < line.size() && line[q] == '"') {
-      scratch.clear();
+      if (wanted) scratch.clear();
       for (std::size_t from = q + 1;;) {
         const std::size_t close = line.find('"', from);
         if (close == std::string_view::npos) return csv_status::unclosed_quote;
-        scratch.append(line.substr(from, close - from));
+        if (wanted) scratch.append(line.substr(from, close - from));
         if (close + 1 < line.size() && line[close + 1] == '"') {
-          scratch += '"';
+          if (wanted) scratch += '"';
           from = close + 2;
           continue;
         }
@@ -385,21 +446,20 @@ inline csv_status csv_field(std::string_view line, unsigned column, char delimit
       }
       while (i < line.size() && blank(i)) ++i;
       if (i < line.size() && line[i] != delimiter) return csv_status::text_after_quote;
-      if (c == column) {
+      if (wanted) {
         field = scratch;
-        return csv_status::ok;
+        found = true;
       }
-      if (i == line.size()) return csv_status::missing;
-      ++i;
-      continue;
+    } else {
+      const std::size_t cut = line.find(delimiter, i);
+      if (wanted) {
+        field = trim(line.substr(i, cut == std::string_view::npos ? std::string_view::npos : cut - i));
+        found = true;
+      }
+      i = cut == std::string_view::npos ? line.size() : cut;
     }
-    const std::size_t cut = line.find(delimiter, i);
-    if (c == column) {
-      field = trim(line.substr(i, cut == std::string_view::npos ? std::string_view::npos : cut - i));
-      return csv_status::ok;
-    }
-    if (cut == std::string_view::npos) return csv_status::missing;
-    i = cut + 1;
+    if (i == line.size()) return found ? csv_status::ok : csv_status::missing;
+    ++i;  // past the delimiter
   }
 }
 
@@ -428,10 +488,31 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
                           trace_builder& b) {
   const auto full = [&] { return opt.max_requests != 0 && b.size() >= opt.max_requests; };
   if (format == trace_format::longs) {
+    // The first 64 bytes (or all there are) are looked at before any is a key.
+    unsigned char head[64];
+    std::size_t held = 0;
+    while (held < sizeof head) {
+      const std::size_t n = std::fread(head + held, 1, sizeof head - held, in);
+      if (n == 0) break;
+      held += n;
+    }
+    if (held == 0 && std::ferror(in)) throw trace_error("reading '" + name + "' failed: " + std::strerror(errno));
+    const std::string_view seen(reinterpret_cast<const char*>(head), held);
+    if (const char* what = detail::compressed_kind(seen)) throw trace_error(name + ": byte 0: " + what);
+    if (detail::looks_like_text_lines(seen))
+      throw trace_error(name + ": byte 0: text lines, not 8-byte binary keys (a key per line is read with plain: or "
+                               "lirs:)");
     unsigned char rec[8];
     std::uint64_t offset = 0;
     while (!full()) {
-      const std::size_t n = std::fread(rec, 1, 8, in);
+      // From the head first: held < 64 only when the input ended in it.
+      std::size_t n;
+      if (offset < held) {
+        n = std::min<std::size_t>(8, held - offset);
+        std::memcpy(rec, head + offset, n);
+      } else {
+        n = std::fread(rec, 1, 8, in);
+      }
       if (n == 0) {
         if (std::ferror(in)) throw trace_error("reading '" + name + "' failed: " + std::strerror(errno));
         break;
@@ -451,6 +532,9 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
   std::string scratch;  // a quoted csv field
   if (format == trace_format::csv && opt.csv_header) lines.next(raw);
   while (!full() && lines.next(raw)) {
+    // Checked on the line as read (a Windows CRLF's '\r' already taken off):
+    // trimming would take a last '\r' off too.
+    detail::refuse_not_text(lines, raw);
     const std::string_view line = detail::trim(raw);
     switch (format) {
       case trace_format::lirs: {
@@ -462,12 +546,10 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
       }
       case trace_format::plain:
         if (line.empty()) break;
-        detail::refuse_not_text(lines, line);
         b.add_text(line);
         break;
       case trace_format::csv: {
         if (line.empty()) break;
-        detail::refuse_not_text(lines, raw);
         // Split the line as read, not trimmed: with a tab or space delimiter,
         // trimming would drop an empty first field and shift every column.
         std::string_view f;
@@ -488,9 +570,10 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
         std::uint64_t start = 0, count = 0;
         const std::string_view rest = cut == std::string_view::npos ? std::string_view{} : detail::trim(line.substr(cut));
         const std::string_view second = rest.substr(0, rest.find_first_of(" \t"));
-        if (!detail::parse_u64(line.substr(0, cut), start) || !detail::parse_u64(second, count) || count == 0 ||
-            count > 1'000'000)
+        if (!detail::parse_u64(line.substr(0, cut), start) || !detail::parse_u64(second, count))
           lines.fail("expected 'start count' (count 1..1000000): " + detail::quote(line));
+        if (count == 0 || count > 1'000'000)
+          lines.fail("a count of " + std::to_string(count) + " blocks (count 1..1000000): " + detail::quote(line));
         if (count - 1 > UINT64_MAX - start)  // the last block, start + count - 1, must fit
           lines.fail(std::to_string(count) + " blocks from block " + std::to_string(start) +
                      " pass the largest block number, 2^64 - 1: " + detail::quote(line));

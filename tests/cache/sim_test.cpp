@@ -467,11 +467,12 @@ TEST_CASE("sim: cache_sim escapes a trace's name and lines where people read the
   const auto [bad_status, bad_out] = run_cache_sim("--sizes=2 '" + std::string("lirs:") + bad + "'");
   CHECK(bad_status == 1);
   CHECK(bad_out == "cache_sim: " + bad + ":2: not a block number: 'x\\x1b]0;pwned\\x07'\n");
-  // A NUL byte in the line is shown too, and what follows it.
+  // A NUL byte in a line is named as such (the line is text no longer).
   const std::string nul = write_file("nul_line.lirs", std::string("1\nx\0y\n", 6));
   const auto [nul_status, nul_out] = run_cache_sim("--sizes=2 '" + std::string("lirs:") + nul + "'");
   CHECK(nul_status == 1);
-  CHECK(nul_out == "cache_sim: " + nul + ":2: not a block number: 'x\\x00y'\n");
+  CHECK(nul_out == "cache_sim: " + nul +
+                       ":2: a NUL byte in the line (UTF-16 text or binary data? keys are read as ASCII or UTF-8 text)\n");
   // A bad option value is quoted escaped too (bench/args.hpp, every bench program).
   const auto [opt_status, opt_out] = run_cache_sim("'--sizes=1\x1b[2J' loop");
   CHECK(opt_status == 2);
@@ -483,6 +484,38 @@ TEST_CASE("sim: a decompressor that is not installed is named as missing, not th
   const auto [status, out] = run_cache_sim("--sizes=2 'lirs:" + path + "'", true, "PATH=/nonexistent ");
   CHECK(status == 1);
   CHECK(out == "cache_sim: cannot decompress '" + path + "': gzip was not found (is it installed and on PATH?)\n");
+}
+
+TEST_CASE("sim: cache_sim says a trace it cannot read before simulating any (a directory, a missing decompressor)",
+          "[cache][sim]") {
+  // The generator before it would take the run's time, then the error came.
+  const std::string dir = std::filesystem::temp_directory_path() / ("sim_test_rundir_" + std::to_string(::getpid()));
+  std::filesystem::create_directory(dir);
+  const auto [status, out] = run_cache_sim("--sizes=2 --policies=lru loop:keys=3,length=9 'lirs:" + dir + "'");
+  std::filesystem::remove(dir);
+  CHECK(status == 1);
+  CHECK(out == "cache_sim: cannot read '" + dir + "': a directory\n");  // no table row: nothing ran
+  const std::string gz = write_file("later.xz", "not read\n");
+  const auto [gz_status, gz_out] =
+      run_cache_sim("--sizes=2 --policies=lru loop:keys=3,length=9 'lirs:" + gz + "'", true, "PATH=/nonexistent ");
+  CHECK(gz_status == 1);
+  CHECK(gz_out == "cache_sim: cannot decompress '" + gz + "': xz was not found (is it installed and on PATH?)\n");
+}
+
+TEST_CASE("sim: cache_sim names an option given without its value", "[cache][sim]") {
+  const auto [status, out] = run_cache_sim("--sizes loop");
+  CHECK(status == 2);
+  CHECK_THAT(out, Catch::StartsWith("cache_sim: option '--sizes' needs a value: --sizes=...\nusage: cache_sim "));
+}
+
+TEST_CASE("sim: cache_sim's table columns are as wide as the policies' names", "[cache][sim]") {
+  // 4 requests, 3 of them hits for both policies at size 2 (keys 1 1 1 1).
+  const std::string path = write_file("wide.lirs", "1\n1\n1\n1\n");
+  const auto [status, out] = run_cache_sim("--sizes=2 --policies=lru,caffeine_doorkeeper 'lirs:" + path + "'");
+  CHECK(status == 0);
+  CHECK(out == "lirs:" + path + ": 4 requests, 1 distinct keys; hit rate %\n"
+               "      size        lru caffeine_doorkeeper\n"
+               "         2      75.00               75.00\n");
 }
 
 TEST_CASE("sim: cache_sim --json is valid JSON whatever bytes a trace's name holds", "[cache][sim]") {
@@ -561,4 +594,57 @@ TEST_CASE("sim: a csv error quotes the line as read, with the delimiter that mad
   const std::string tab = write_file("tab.csv", "\t5\n");
   CHECK(error_of(sim::trace_format::csv, tab, {.csv_column = 1, .csv_delimiter = '\t'}) ==
         tab + ":1: empty field 1 in '\t5'");
+}
+
+TEST_CASE("sim: lines ending in CR alone are refused in every text format", "[cache][sim]") {
+  // Read as one line, an arc file kept its first record and dropped the rest.
+  const std::string arc = write_file("cr.arc", "0 2 0 0\r5 3 0 0\r0 2 0 0\r");
+  CHECK(error_of(sim::trace_format::arc, arc).starts_with(arc + ":1: a carriage return inside the line"));
+  const std::string lirs = write_file("cr.lirs", "1\r2\r");
+  CHECK(error_of(sim::trace_format::lirs, lirs).starts_with(lirs + ":1: a carriage return inside the line"));
+  // A CR before a Windows line end is one too many: it was trimmed as a space.
+  const std::string plain = write_file("crcr.txt", "1\r\r\n2\n");
+  CHECK(error_of(sim::trace_format::plain, plain).starts_with(plain + ":1: a carriage return inside the line"));
+}
+
+TEST_CASE("sim: longs refuses compressed data and text lines instead of reading them as keys", "[cache][sim]") {
+  // Sizes a multiple of 8: every byte would have made a key.
+  const std::string gz = write_file("g.longs", std::string("\x1f\x8b\x08\0\0\0\0\0", 8));
+  CHECK(error_of(sim::trace_format::longs, gz) ==
+        gz + ": byte 0: gzip-compressed data (a name ending in .gz is read through gzip -dc)");
+  const std::string zst = write_file("z.longs", std::string("\x28\xB5\x2F\xFD\0\0\0\0", 8));
+  CHECK(error_of(sim::trace_format::longs, zst) == zst + ": byte 0: zstd-compressed data (decompress it first)");
+  const std::string text = write_file("t.longs", "1234567\n7654321\n");
+  CHECK(error_of(sim::trace_format::longs, text) ==
+        text + ": byte 0: text lines, not 8-byte binary keys (a key per line is read with plain: or lirs:)");
+  // Printable bytes without a line break are keys: "ABCDEFGH" twice is one key twice.
+  CHECK(sim::read_trace(sim::trace_format::longs, write_file("p.longs", "ABCDEFGHABCDEFGH")).keys ==
+        std::vector<std::uint32_t>{0, 0});
+  // More than the 64 bytes looked at first: the records after them follow on.
+  std::string many;
+  for (int k = 0; k < 12; ++k) many += std::string(7, '\0') + static_cast<char>(k % 5);
+  const trace t = sim::read_trace(sim::trace_format::longs, write_file("m.longs", many));
+  CHECK(t.keys == std::vector<std::uint32_t>{0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1});
+  const std::string cut = write_file("m9.longs", many + "x");
+  CHECK(error_of(sim::trace_format::longs, cut) == cut + ": truncated record at byte 96 (1 of 8 bytes)");
+}
+
+TEST_CASE("sim: a csv quote left open is an error whichever column is the key", "[cache][sim]") {
+  // A reader of whole records (libcsv) would join these lines into one.
+  const std::string q = write_file("open.csv", "1,\"note\n2,x\"\n3,y\n");
+  CHECK(error_of(sim::trace_format::csv, q, {.csv_column = 1}) == q + ":1: no closing '\"' in '1,\"note'");
+  CHECK(error_of(sim::trace_format::csv, q, {.csv_column = 2}) == q + ":1: no closing '\"' in '1,\"note'");
+  const std::string after = write_file("after.csv", "1,\"a\"b\n");
+  CHECK(error_of(sim::trace_format::csv, after, {.csv_column = 1}) == after + ":1: text after a closing '\"' in '1,\"a\"b'");
+  // Well-formed quoted fields after the key still read.
+  CHECK(sim::read_trace(sim::trace_format::csv, write_file("ok.csv", "1,\"a,b\",\"c\"\"d\"\n2,x,y\n"), {.csv_column = 1}).keys ==
+        std::vector<std::uint32_t>{0, 1});
+}
+
+TEST_CASE("sim: an arc count out of range is named with its value", "[cache][sim]") {
+  const std::string zero = write_file("zero.arc", "7 0 0 0\n");
+  CHECK(error_of(sim::trace_format::arc, zero) == zero + ":1: a count of 0 blocks (count 1..1000000): '7 0 0 0'");
+  const std::string big = write_file("big.arc", "7 4000000000 0 0\n");
+  CHECK(error_of(sim::trace_format::arc, big) ==
+        big + ":1: a count of 4000000000 blocks (count 1..1000000): '7 4000000000 0 0'");
 }
