@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "args.hpp"
@@ -410,7 +411,32 @@ int run(int argc, char** argv) {
   return lru_differs ? 1 : 0;
 }
 
+// With the kernel's default overcommit a trace larger than memory (a
+// decompression bomb, random longs) gets the process killed before malloc
+// fails; an address-space limit of the memory available at the start (free
+// swap included) makes that an "out of memory" message instead. A limit the
+// user set is kept.
+void bound_memory_to_what_is_available() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur != RLIM_INFINITY) return;
+  std::FILE* f = std::fopen("/proc/meminfo", "re");
+  if (f == nullptr) return;
+  unsigned long long available = 0, swap_free = 0, kb = 0;
+  bool have_available = false;
+  char name[64];
+  while (std::fscanf(f, "%63s %llu kB", name, &kb) == 2) {
+    if (std::strcmp(name, "MemAvailable:") == 0) available = kb, have_available = true;
+    if (std::strcmp(name, "SwapFree:") == 0) swap_free = kb;
+  }
+  std::fclose(f);
+  if (!have_available) return;
+  const unsigned long long bytes = (available + swap_free) * 1024;
+  if (bytes < r.rlim_max) r.rlim_cur = bytes;
+  ::setrlimit(RLIMIT_AS, &r);
+}
+
 int main(int argc, char** argv) {
+  bound_memory_to_what_is_available();
   try {
     return run(argc, argv);
   } catch (const std::bad_alloc&) {

@@ -502,6 +502,45 @@ TEST_CASE("sim: cache_sim says a trace it cannot read before simulating any (a d
   CHECK(gz_out == "cache_sim: cannot decompress '" + gz + "': xz was not found (is it installed and on PATH?)\n");
 }
 
+TEST_CASE("sim: cache_sim limits its address space to the memory available when it starts", "[cache][sim]") {
+  // A stand-in gzip reports the limit it inherited (the process's own), then
+  // passes its input through.
+  const std::string dir = std::filesystem::temp_directory_path() / ("sim_test_tool_" + std::to_string(::getpid()));
+  std::filesystem::create_directory(dir);
+  std::ofstream(dir + "/gzip") << "#!/bin/sh\ngrep '^Max address space' /proc/self/limits >&2\nexec cat\n";
+  std::filesystem::permissions(dir + "/gzip", std::filesystem::perms::owner_all);
+  const std::string gz = write_file("limit.gz", "1\n2\n1\n");
+  unsigned long long available_kb = 0, swap_free_kb = 0;
+  {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string name;
+    unsigned long long kb;
+    std::string unit;
+    while (meminfo >> name >> kb >> unit) {
+      if (name == "MemAvailable:") available_kb = kb;
+      if (name == "SwapFree:") swap_free_kb = kb;
+    }
+  }
+  REQUIRE(available_kb > 0);
+  const auto limit_seen = [&](const std::string& shell_prefix) -> unsigned long long {
+    const auto [status, out] =
+        run_cache_sim("--sizes=2 --policies=lru 'lirs:" + gz + "'", true, shell_prefix + "PATH=" + dir + ":/usr/bin:/bin ");
+    CHECK(status == 0);
+    unsigned long long soft = 0;
+    const std::size_t at = out.find("Max address space");
+    if (at == std::string::npos || std::sscanf(out.c_str() + at, "Max address space %llu", &soft) != 1) FAIL(out);
+    return soft;
+  };
+  // MemAvailable moves a little between the two reads.
+  const double expected = static_cast<double>(available_kb + swap_free_kb) * 1024.0;
+  const auto soft = static_cast<double>(limit_seen(""));
+  CHECK(soft > expected * 0.9);
+  CHECK(soft < expected * 1.1);
+  // A limit the user set is kept (ulimit -v counts KiB).
+  CHECK(limit_seen("ulimit -v 4000000; ") == 4000000ull * 1024);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("sim: cache_sim names an option given without its value", "[cache][sim]") {
   const auto [status, out] = run_cache_sim("--sizes loop");
   CHECK(status == 2);
