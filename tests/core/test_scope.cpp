@@ -210,6 +210,23 @@ TEST_CASE("a scope left by another exception records err", "[scope]") {
   CHECK(test::find_entry("test/scope/err", entry_kind::scope).result == "err");
 }
 
+TEST_CASE("a scope that hit its limit and is then left by another exception records oom, not err", "[scope]") {
+  std::uint64_t oom_before = 0, err_before = 0;  // a repeated test case in one process
+  for (const arenastat::entry& e : arenastat::snapshot())
+    if (e.name == "test/scope/oom-then-err" && e.kind == entry_kind::scope) oom_before = e.oom_count, err_before = e.err_count;
+  try {
+    scope s{"test/scope/oom-then-err", {.limit_bytes = 1024}};
+    arena_resource a{"node", chunks_of(4096)};
+    CHECK_THROWS_AS(a.allocate(10, 8), arenastat::limit_exceeded);  // caught
+    throw std::runtime_error("boom");
+  } catch (const std::runtime_error&) {
+  }
+  const arenastat::entry e = test::find_entry("test/scope/oom-then-err", entry_kind::scope);
+  CHECK(e.result == "oom");
+  CHECK(e.oom_count == oom_before + 1);
+  CHECK(e.err_count == err_before);
+}
+
 TEST_CASE("a scope begun and ended while another exception unwinds records ok", "[scope]") {
   // Its destructor runs with one exception in flight, as at its start.
   struct ends_a_scope {
@@ -444,6 +461,70 @@ TEST_CASE("reset_peaks during a run: the run's peak is what it held since the re
   }
   CHECK(test::find_entry("test/scope/reset-end", entry_kind::scope).peak_bytes == 0);
 }
+
+TEST_CASE("reset_peaks during a run: counters at the peak are their values at the reset", "[scope]") {
+  arenastat::tracking_resource heap{"test/scope/reset-counters-heap"};
+  // 400 bytes held across the reset and never exceeded: the run's peak is
+  // the reset's moment, when c was 3 and d did not exist.
+  {
+    scope s{"test/scope/reset-counters"};
+    void* p = heap.allocate(400, 8);
+    s.set_counter("c", 3);
+    arenastat::reset_peaks();
+    s.set_counter("c", 5);
+    s.set_counter("d", 1);
+    heap.deallocate(p, 400, 8);
+  }
+  const arenastat::entry e = test::find_entry("test/scope/reset-counters", entry_kind::scope);
+  CHECK(e.peak_bytes == 400);
+  CHECK(e.counters == std::vector<arenastat::counter_value>{{"c", 3, 5, true}, {"d", 0, 1, false}});
+  // The same with nothing after the counters but the end of the run.
+  {
+    scope s{"test/scope/reset-counters-end"};
+    void* p = heap.allocate(400, 8);
+    s.set_counter("c", 3);
+    arenastat::reset_peaks();
+    s.set_counter("c", 5);
+    heap.deallocate(p, 400, 8);
+  }
+  CHECK(test::find_entry("test/scope/reset-counters-end", entry_kind::scope).counters ==
+        std::vector<arenastat::counter_value>{{"c", 3, 5, true}});
+  // Nothing held at the reset: no peak yet, as in a run that never
+  // allocated, so a counter shows its last value.
+  {
+    scope s{"test/scope/reset-counters-none"};
+    s.set_counter("c", 3);
+    arenastat::reset_peaks();
+    s.set_counter("c", 5);
+  }
+  CHECK(test::find_entry("test/scope/reset-counters-none", entry_kind::scope).counters ==
+        std::vector<arenastat::counter_value>{{"c", 0, 5, false}});
+}
+
+TEST_CASE("reset_peaks during a run: the scope's own peak accessors count from the reset at once", "[scope]") {
+  arenastat::tracking_resource heap{"test/scope/reset-accessors-heap", "reset_accessor_tag"};
+  scope s{"test/scope/reset-accessors"};
+  void* big = heap.allocate(1000, 8);
+  heap.deallocate(big, 1000, 8);
+  void* p = heap.allocate(400, 8);
+  CHECK(s.peak_bytes() == 1000);
+  CHECK(s.tag_bytes_at_peak(heap.tag()) == 1000);
+  arenastat::reset_peaks();
+  // No charge or credit since: the peak is the 400 bytes held at the reset.
+  CHECK(s.peak_bytes() == 400);
+  CHECK(s.tag_bytes_at_peak(heap.tag()) == 400);
+  heap.deallocate(p, 400, 8);
+  CHECK(s.peak_bytes() == 400);
+  CHECK(s.tag_bytes_at_peak(heap.tag()) == 400);
+  arenastat::reset_peaks();  // nothing held now
+  CHECK(s.peak_bytes() == 0);
+  CHECK(s.tag_bytes_at_peak(heap.tag()) == 0);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// docs/concepts.md gives the size of a scope object on its owner's stack.
+static_assert(sizeof(arenastat::scope) == 1040, "update docs/concepts.md (\"A `scope` object is ... bytes\")");
+#endif
 
 TEST_CASE("a tag the scope never charged reads 0; freeing memory taken before the scope credits it", "[scope]") {
   arenastat::tracking_resource heap{"test/scope/credit-before", "scope_credit_tag"};

@@ -59,7 +59,11 @@ struct scope_access {
     const std::uint32_t resets = detail::peak_resets.load(std::memory_order_relaxed);
     if (resets == s.reset_epoch_) [[likely]] return;
     s.reset_epoch_ = resets;
-    if (s.net_ > 0) {
+    // Counters take their values of that moment as their values at the
+    // peak; with no bytes held there is no peak yet, as in a run that has
+    // allocated nothing.
+    const bool holds = s.net_ > 0;
+    if (holds) {
       s.peak_ = s.net_;
       std::copy_n(s.live_by_tag_, s.tags_high_, s.at_peak_);
     } else {
@@ -67,9 +71,13 @@ struct scope_access {
       std::fill_n(s.at_peak_, s.tags_high_, 0);
     }
     for (std::uint32_t i = 0; i < s.counter_count_; ++i) {
-      s.counters_[i].at_peak = s.counters_[i].value;
-      s.counters_[i].set_at_peak = true;
+      s.counters_[i].at_peak = holds ? s.counters_[i].value : 0;
+      s.counters_[i].set_at_peak = holds;
     }
+  }
+  // Whether a reset_peaks() came since s last caught up with one.
+  static bool reset_pending(const scope& s) noexcept {
+    return detail::peak_resets.load(std::memory_order_relaxed) != s.reset_epoch_;
   }
   static void charge(scope& s, tag_id tag, std::int64_t n) noexcept {
     catch_up_with_reset(s);
@@ -408,7 +416,21 @@ scope::~scope() {
   delete[] long_name_;
 }
 
+std::uint64_t scope::peak_bytes() const noexcept {
+  if (scope_access::reset_pending(*this)) [[unlikely]] return net_ > 0 ? static_cast<std::uint64_t>(net_) : 0;
+  return static_cast<std::uint64_t>(peak_);
+}
+
+std::int64_t scope::tag_bytes_at_peak(tag_id tag) const noexcept {
+  if (tag >= tags_high_) return 0;
+  if (scope_access::reset_pending(*this)) [[unlikely]] return net_ > 0 ? live_by_tag_[tag] : 0;
+  return at_peak_[tag];
+}
+
 void scope::set_counter(std::string_view name, std::int64_t value) {
+  // The values at a peak reached before a reset_peaks() are those of the
+  // reset's moment: before this one changes.
+  scope_access::catch_up_with_reset(*this);
   for (std::uint32_t i = 0; i < counter_count_; ++i) {
     if (name == std::string_view(counters_[i].name, counters_[i].name_len)) {
       counters_[i].value = value;

@@ -57,11 +57,13 @@ class scope {
   std::string_view name() const noexcept { return {long_name_ ? long_name_ : short_name_, name_len_}; }
   std::uint64_t id() const noexcept { return id_; }
   std::int64_t net_bytes() const noexcept { return net_; }
-  std::uint64_t peak_bytes() const noexcept { return static_cast<std::uint64_t>(peak_); }
+  // The peak of this run, counted from the latest reset_peaks() when one
+  // came while it ran (its net bytes then, or what it reached since).
+  std::uint64_t peak_bytes() const noexcept;
   std::uint64_t limit_bytes() const noexcept { return limit_; }
   // Net bytes of one tag now / at the peak.
   std::int64_t tag_bytes(tag_id tag) const noexcept { return tag < tags_high_ ? live_by_tag_[tag] : 0; }
-  std::int64_t tag_bytes_at_peak(tag_id tag) const noexcept { return tag < tags_high_ ? at_peak_[tag] : 0; }
+  std::int64_t tag_bytes_at_peak(tag_id tag) const noexcept;
   bool limit_hit() const noexcept { return limit_hit_; }
 
  private:
