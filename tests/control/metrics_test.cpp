@@ -222,6 +222,21 @@ TEST_CASE("metrics: an IPv4 host out of range gives one warning instead of liste
         "(four numbers from 0 to 255, no leading zeros, separated by dots); the metrics endpoint is off\n");
 }
 
+TEST_CASE("metrics: a long bad address keeps the reason in its one-line warning", "[control][metrics][threads]") {
+  // 310 bytes: the address and its port are each quoted cut at 200 bytes,
+  // so the reason after them is not cut away.
+  const std::string address = "127.0.0.1:" + std::string(300, '9');
+  const std::string shown_address = "'127.0.0.1:" + std::string(190, '9') + "'... (310 bytes)";
+  const std::string shown_port = "'" + std::string(200, '9') + "'... (300 bytes)";
+  const std::string problem = "bad address " + shown_address + ": port " + shown_port + " is not a number from 0 to 65535";
+  CHECK_THROWS_WITH(arenastat::metrics_http::start(address), problem);
+  temp_dir sockets;
+  target t(sockets.path(), {{"ARENASTAT_METRICS", address}});
+  CHECK(t.command("ping") == "done");
+  CHECK(t.stderr_text() == "arenastat: ARENASTAT_METRICS=" + shown_address + ": " + problem +
+                               "; the metrics endpoint is off\n");
+}
+
 TEST_CASE("metrics: start() reads an IPv4 host as inet_pton does, never wrapped", "[control][metrics]") {
   const std::string four_numbers = "is not an IPv4 address (four numbers from 0 to 255, no leading zeros, separated by dots)";
   CHECK_THROWS_WITH(arenastat::metrics_http::start("383.0.0.1:0"),

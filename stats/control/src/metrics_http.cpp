@@ -151,7 +151,7 @@ std::string address_problem(std::string_view a, wake_address& wake) {
   const std::string_view port = a.substr(colon + 1);
   if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos ||
       std::stoul(std::string(port)) > 65535) {
-    return "port '" + std::string(port) + "' is not a number from 0 to 65535";
+    return "port " + detail::quoted(port) + " is not a number from 0 to 65535";
   }
   const std::string host(a.substr(0, colon));
   if (host.front() == '[') {
@@ -163,7 +163,7 @@ std::string address_problem(std::string_view a, wake_address& wake) {
     v6.sin6_family = AF_INET6;
     if (host.size() < 3 || host.back() != ']' ||
         ::inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &v6.sin6_addr) != 1)
-      return "'" + host + "' is not an IPv6 address in brackets, e.g. [::1]:9464";
+      return detail::quoted(host) + " is not an IPv6 address in brackets, e.g. [::1]:9464";
     if (IN6_IS_ADDR_UNSPECIFIED(&v6.sin6_addr)) v6.sin6_addr = in6addr_loopback;
     std::memcpy(&wake.addr, &v6, sizeof v6);
     wake.len = sizeof v6;
@@ -173,7 +173,7 @@ std::string address_problem(std::string_view a, wake_address& wake) {
   v4.sin_family = AF_INET;
   if (::inet_pton(AF_INET, host.c_str(), &v4.sin_addr) != 1) {
     if (host.find_first_not_of("0123456789.") != std::string::npos) return expected;
-    return "'" + host + "' is not an IPv4 address (four numbers from 0 to 255, no leading zeros, separated by dots)";
+    return detail::quoted(host) + " is not an IPv4 address (four numbers from 0 to 255, no leading zeros, separated by dots)";
   }
   if (v4.sin_addr.s_addr == htonl(INADDR_ANY)) v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::memcpy(&wake.addr, &v4, sizeof v4);
@@ -272,7 +272,9 @@ int start(const std::string& address, unsigned depth) {
   if (s.exposer) return served_port.load();
   wake_address wake;
   if (const std::string problem = address_problem(address, wake); !problem.empty()) {
-    throw std::runtime_error("bad address '" + address + "': " + problem);
+    // The address and its parts quoted (escaped, each cut at 200 bytes), so
+    // that a long value leaves the reason in a bounded warning.
+    throw std::runtime_error("bad address " + detail::quoted(address) + ": " + problem);
   }
   served_depth.store(depth == 0 ? 1 : depth);
   static CivetCallbacks callbacks;  // eternal: civetweb keeps a copy, but keep ours alive too

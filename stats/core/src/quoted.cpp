@@ -36,8 +36,8 @@ std::string quoted(std::string_view value) {
 
 std::string bounded(std::string_view text) {
   std::string out;
-  escape_into(out, text.substr(0, max_quoted_bytes), false);
-  if (text.size() > max_quoted_bytes) out += "...";
+  escape_into(out, text.substr(0, max_message_bytes), false);
+  if (text.size() > max_message_bytes) out += "...";
   return out;
 }
 

@@ -18,9 +18,13 @@ inline constexpr std::size_t max_quoted_bytes = 200;
 // warning about a bad environment value quotes it with this function.
 std::string quoted(std::string_view value);
 
+// Longest part of a message (which quotes values, each cut) a warning holds.
+inline constexpr std::size_t max_message_bytes = 1024;
+
 // For a message that embeds a bad value (an exception's what(), which may
-// hold escapes already): bytes outside printable ASCII as \xNN, quotes and
-// backslashes kept, cut after max_quoted_bytes with "...".
+// hold escapes already, and should quote its values with quoted() so that a
+// long one leaves the reason after it): bytes outside printable ASCII as
+// \xNN, quotes and backslashes kept, cut after max_message_bytes with "...".
 std::string bounded(std::string_view text);
 
 }  // namespace arenastat::detail
