@@ -154,17 +154,32 @@ TEST_CASE("top on a terminal: negative live bytes draw no bar, the limit mark is
 }
 
 TEST_CASE("top on a terminal: wide characters take two columns, and a row ends before the edge", "[cli][top]") {
-  // 20 CJK ideographs (U+6F22, two columns each). At 61 columns there is no
-  // bar (61 < 48 + 30): the row is the 48 fixed columns, then 6 ideographs
-  // (12 columns); a 7th would reach column 62.
+  // 20 CJK ideographs (U+6F22, two columns each). At 71 columns there is no
+  // bar (71 < 48 + 30): the row is the 48 fixed columns, then 11 ideographs
+  // (22 columns); a 12th would reach column 72.
   std::string name;
   for (int i = 0; i < 20; ++i) name += "\xe6\xbc\xa2";
   const std::string wide_answer =
       R"(--answer=ok\n{"pid":1,"process":{"rss_bytes":4096,"hwm_bytes":4096,"rss_anon_bytes":0},"entries":[)"
       R"({"name":")" + name + R"(","kind":"account","live_bytes":5000,"peak_bytes":6000}]}\n)";
-  const std::vector<std::string> frame = top_frame(wide_answer, 61, 12, "\xe6\xbc\xa2").frame;
+  const std::vector<std::string> frame = top_frame(wide_answer, 71, 12, "\xe6\xbc\xa2").frame;
   CHECK(line_with(frame, "\xe6\xbc\xa2") ==
-        "     4.9K      5.9K          -      -   account " + name.substr(0, 6 * 3));
+        "     4.9K      5.9K          -      -   account " + name.substr(0, 11 * 3));
+}
+
+TEST_CASE("top on a terminal narrower than 64 columns keeps the sort's figure, the limit mark and the names",
+          "[cli][top]") {
+  // 40 columns: the 48 fixed columns would leave no name. The sort is live
+  // (the default): LIVE right-aligned in 10 columns, the L mark, the name.
+  const std::vector<std::string> frame = top_frame(answer, 40, 12, "job!/limited").frame;
+  CHECK(line_with(frame, "NAME") == "\x1b[7m      LIVE L NAME" + std::string(40 - 17, ' ') + "\x1b[0m");
+  CHECK(line_with(frame, "cache/held") == "      4.9K   cache/held");
+  CHECK(line_with(frame, "freed/before") == "     -4.9K   freed/before");
+  CHECK(line_with(frame, "job!/limited") == "         - \x1b[31;1m!\x1b[0m job!/limited");
+  // At 63 too; at 64 the full columns come back.
+  CHECK(line_with(top_frame(answer, 63, 12, "job!/limited").frame, "cache/held") == "      4.9K   cache/held");
+  CHECK(line_with(top_frame(answer, 64, 12, "job!/limited").frame, "cache/held") ==
+        "     4.9K      5.9K          -      -   account cache/held");
 }
 
 TEST_CASE("top on a terminal lower than its header keeps the title on the first line", "[cli][top]") {

@@ -198,16 +198,19 @@ TEST_CASE("top: a line cut at the edge never ends in half an escape", "[tmux]") 
   REQUIRE(app.command("hostile-scope") == "done");  // shown as evil\x0arow\x1b[2J\xc2\x85
   tmux_session t;
   REQUIRE(starts_top(t, "ARENASTAT_SOCKET_DIR=" + dir.path() + " " + cli_path + " " + app.pid_text() + " top -d 0.3"));
-  // The name column starts at column 48: 54 columns leave 6, room for "evil"
-  // and not for the whole "\x0a" after it (a cut there showed "evil\x").
-  sh(t.tmux() + " resize-window -t top -x 54 -y 24");
+  // Below 64 columns the name starts at column 13 (the sort's figure, "-"
+  // for a scope's live bytes, in 10 columns, then the L mark): 19 columns
+  // leave 6, room for "evil" and not for the whole "\x0a" after it (a cut
+  // there showed "evil\x").
+  sh(t.tmux() + " resize-window -t top -x 19 -y 24");
   const bool cut = t.wait_for([](const std::string& s) {
     for (const auto& l : lines_of(s))
-      if (l.find("scope   evil") != std::string::npos) return l.ends_with("scope   evil");
+      if (l.find("-   evil") != std::string::npos) return l == "         -   evil";
     return false;
   });
   INFO(t.last());
   CHECK(cut);
+  sh(t.tmux() + " resize-window -t top -x 120 -y 24");  // the shell's answer below fits a line again
   t.keys("q");
   CHECK(terminal_is_sane(t, "after-cut"));
 }

@@ -301,6 +301,28 @@ std::string columns(const row& r, bool h) {
          pad_right(r.account ? "account" : "scope", kind_width) + " ";
 }
 
+// Below compact_below columns the view keeps one figure, the one it is
+// sorted by, and the L mark, so that names keep room (the 48 fixed columns
+// left a 48-column terminal no name at all).
+constexpr int compact_below = static_cast<int>(fixed_width) + 16;
+constexpr std::size_t compact_figure_width = growth_width;
+constexpr std::size_t compact_limit_column = compact_figure_width + 1;
+
+std::string compact_header(order o) {
+  const char* figure = o == order::live ? "LIVE" : o == order::peak ? "PEAK" : "GROWTH/s";
+  return pad_left(figure, compact_figure_width) + " L ";
+}
+
+std::string compact_columns(const row& r, order o, bool h) {
+  std::string figure;
+  switch (o) {
+    case order::live: figure = r.account ? bytes_cell(static_cast<double>(r.live), h) : "-"; break;
+    case order::peak: figure = bytes_cell(static_cast<double>(r.peak), h); break;
+    case order::growth: figure = growth_cell(r, h); break;
+  }
+  return pad_left(figure, compact_figure_width) + " " + (r.limit_hits ? "!" : " ") + " ";
+}
+
 double sort_figure(const row& r, order o) {
   switch (o) {
     case order::live: return static_cast<double>(r.account ? r.live : 0);
@@ -501,9 +523,9 @@ std::string bar(double figure, double largest, int width) {
 
 // A row with the `!` of the L column drawn in red (on its own column only:
 // a name may hold a `!` too).
-std::string limit_mark_in_red(const std::string& shown) {
-  if (shown.size() <= limit_column || shown[limit_column] != '!') return shown;
-  return shown.substr(0, limit_column) + "\x1b[31;1m!\x1b[0m" + shown.substr(limit_column + 1);
+std::string limit_mark_in_red(const std::string& shown, std::size_t column) {
+  if (shown.size() <= column || shown[column] != '!') return shown;
+  return shown.substr(0, column) + "\x1b[31;1m!\x1b[0m" + shown.substr(column + 1);
 }
 
 // `waiting_s`: seconds the refresh under way has waited for its answer (0:
@@ -522,17 +544,21 @@ std::string screen(long pid, const std::string& program, const top_options& o, o
   lines.push_back(fit(process_line(f, true), width));
   lines.push_back(fit("keys: q quit  s sort (live, peak, growth)  p pause    L: ! = hit its memory limit", width));
   const int fixed = static_cast<int>(fixed_width);
+  const bool compact = width < compact_below;
   const int bar_width = width >= fixed + 30 ? std::min(30, (width - fixed) / 3) : 0;
-  std::string head = std::string(column_header) + (bar_width ? std::string(static_cast<std::size_t>(bar_width), ' ') + " " : "") + "NAME";
+  const std::string head =
+      compact ? compact_header(sort) + "NAME"
+              : std::string(column_header) +
+                    (bar_width ? std::string(static_cast<std::size_t>(bar_width), ' ') + " " : "") + "NAME";
   lines.push_back("\x1b[7m" + pad_right(fit(head, width), static_cast<std::size_t>(width)) + "\x1b[0m");
   double largest = 0;
   for (const row& r : f.rows) largest = std::max(largest, sort_figure(r, sort));
   for (const row& r : f.rows) {
     if (static_cast<int>(lines.size()) >= height) break;
-    std::string line = columns(r, true);
+    std::string line = compact ? compact_columns(r, sort, true) : columns(r, true);
     if (bar_width) line += bar(sort_figure(r, sort), largest, bar_width) + " ";
     line += shown_name(r);
-    lines.push_back(limit_mark_in_red(fit(line, width)));
+    lines.push_back(limit_mark_in_red(fit(line, width), compact ? compact_limit_column : limit_column));
   }
   // A terminal lower than the four header lines keeps the first ones (the
   // title first): a line past the bottom would scroll the title away.
