@@ -43,10 +43,21 @@ int parse_int(std::string_view arg, std::string_view name, int lo, int hi) {
   return v;
 }
 
+constexpr const char* usage =
+    "usage: arenastat_demo [--methods=N] [--threads=N] [--linger=SECONDS]\n"
+    "  --methods=N        methods to compile (1..1000000, default 400)\n"
+    "  --threads=N        compiler threads (1..64, default 2)\n"
+    "  --linger=SECONDS   stay alive this long afterwards, recompiling now and then, so that\n"
+    "                     `arenastat <pid> ...` can query it (0..86400, default 0)\n"
+    "Prints the memory report, its tree and the process lines when it ends.\n";
+
+struct help_asked {};
+
 options parse(int argc, char** argv) {
   options o;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
+    if (a == "--help" || a == "-h") throw help_asked{};
     if (a.starts_with("--methods=")) o.methods = parse_int(a, "--methods=", 1, 1000000);
     else if (a.starts_with("--threads=")) o.threads = parse_int(a, "--threads=", 1, 64);
     else if (a.starts_with("--linger=")) o.linger_s = parse_int(a, "--linger=", 0, 86400);
@@ -125,7 +136,9 @@ void compile(int method, std::mt19937& rng, symbol_table& symbols) {
     for (std::size_t i = 0; i < graph.size() / 4; ++i) interference[static_cast<int>(i)] = static_cast<int>(i * 7);
     for (int i = 0; i < 64; ++i) symbols.intern(name + "$local" + std::to_string(rng() % 4096));
   } catch (const arenastat::limit_exceeded& e) {
-    std::fprintf(stderr, "demo: compilation bailed out: %s\n", e.what());
+    // Expected: one method is too large for its 4 MiB limit, on purpose.
+    std::fprintf(stderr, "demo: compilation bailed out: %s (expected: the demo's limit at work; the report shows "
+                 "the run as oom)\n", e.what());
   }
 }
 
@@ -140,7 +153,13 @@ void compiler_thread(int id, int first, int count, int stride, symbol_table& sym
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const options o = parse(argc, argv);
+  options o;
+  try {
+    o = parse(argc, argv);
+  } catch (const help_asked&) {
+    std::fputs(usage, stdout);
+    return 0;
+  }
   symbol_table symbols;
   std::printf("arenastat demo: pid %d compiling %d methods on %d threads\n", static_cast<int>(getpid()),
               o.methods, o.threads);
@@ -170,6 +189,9 @@ int main(int argc, char** argv) try {
   std::puts(arenastat::report("-H").c_str());
   std::puts(arenastat::report("-H --tree").c_str());
   return 0;
+} catch (const std::invalid_argument& e) {
+  std::fprintf(stderr, "arenastat_demo: %s\n%s", e.what(), usage);
+  return 2;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "arenastat_demo: %s\n", e.what());
   return 2;

@@ -3,8 +3,10 @@
 # tree in which only what scripts/demo.sh builds was built (MODE=demo: the
 # README's install command right after its build command), or as a checkout
 # (MODE=subdir).
+# WITHOUT_BENCHMARK=ON (MODE=install): the consumer is configured as if Google
+# Benchmark were not installed, and must build without arenastat::bench.
 #   cmake -DMODE=install|demo|subdir -DSOURCE=<checkout> -DBINARY=<build dir> -DWORK=<scratch>
-#         [-DRELWITHDEBINFO_FLAGS=<flags of the tree under test>] -P check.cmake
+#         [-DRELWITHDEBINFO_FLAGS=<flags of the tree under test>] [-DWITHOUT_BENCHMARK=ON] -P check.cmake
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 function(run)
@@ -16,7 +18,18 @@ function(run)
 endfunction()
 if(MODE STREQUAL "install")
   run(${CMAKE_COMMAND} --install ${BINARY} --prefix ${WORK}/prefix)
-  run(${CMAKE_COMMAND} -S ${SOURCE}/tests/install/consumer -B ${WORK}/build -DCMAKE_PREFIX_PATH=${WORK}/prefix)
+  if(WITHOUT_BENCHMARK)
+    run(${CMAKE_COMMAND} -S ${SOURCE}/tests/install/consumer -B ${WORK}/build -DCMAKE_PREFIX_PATH=${WORK}/prefix
+        -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=TRUE)
+    if(NOT last_output MATCHES "consumer: without arenastat::bench")
+      message(FATAL_ERROR "without Google Benchmark the package still gave arenastat::bench:\n${last_output}")
+    endif()
+  else()
+    run(${CMAKE_COMMAND} -S ${SOURCE}/tests/install/consumer -B ${WORK}/build -DCMAKE_PREFIX_PATH=${WORK}/prefix)
+    if(NOT last_output MATCHES "consumer: with arenastat::bench")
+      message(FATAL_ERROR "the installed package did not give arenastat::bench:\n${last_output}")
+    endif()
+  endif()
 elseif(MODE STREQUAL "demo")
   # The configure and build lines of scripts/demo.sh, read from it, into a
   # fresh tree; then the README's `cmake --install`.
