@@ -168,6 +168,8 @@ TEST_CASE("sharded: a loader asking for its own key gets logic_error, not a wait
   CHECK(inner_threw);
   CHECK(outer_calls == 1);
   CHECK(v == 50);
+  CHECK(c.stats().misses == 1);  // the refused request counts nothing, as in basic_cache
+  CHECK(c.stats().loads == 1);
   CHECK(c.get(5) == std::optional<u64>(50));
 }
 
@@ -193,6 +195,9 @@ TEST_CASE("sharded: a loader that writes its own key and asks for it every time 
         std::string::npos);
   CHECK(calls == max_stale_nested_loads);
   CHECK(c.size() == 0);
+  // One miss per load started; the refused ask beyond the bound counts nothing.
+  CHECK(c.stats().misses == max_stale_nested_loads);
+  CHECK(c.stats().loads == max_stale_nested_loads);
   CHECK(c.get_or_load(9, [](u64) -> u64 { return 90; }) == 90);  // no flight left behind
 }
 
@@ -237,6 +242,10 @@ TEST_CASE("sharded: loaders on two threads waiting for each other's keys get log
   CHECK(cycle_errors.load() == 2);
   CHECK(other_outcomes.load() == 0);
   CHECK(c.size() == 0);
+  // Two loads, each a miss, and the one wait that was not refused; the
+  // refused one counts nothing.
+  CHECK(c.stats().misses == 3);
+  CHECK(c.stats().loads == 2);
   CHECK(detail::process_load_waits().size() == 0);
   CHECK(c.get_or_load(1, [](u64) -> u64 { return 10; }) == 10);
   CHECK(c.get_or_load(2, [](u64) -> u64 { return 20; }) == 20);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -539,5 +540,68 @@ TEST_CASE("a read of the peak never passes the most that was live, while threads
   CHECK(most <= 2000);
   CHECK(r.tracked_account().peak_bytes() <= 2000);
   CHECK(r.tracked_account().peak_bytes() >= 1000);
+  CHECK(r.tracked_account().live_bytes() == 0);
+}
+
+TEST_CASE("live bytes read while one thread allocates and another frees stay within what was held",
+          "[account][threads]") {
+  // A producer allocates blocks of 1000 bytes and hands them through a queue
+  // of at most 8 to a consumer that frees them: the account holds 0 to 10
+  // blocks at every moment (8 queued, one allocated not yet queued, one
+  // taken not yet freed). The producer's slot only grows and the consumer's
+  // only falls, so a read that summed one slot before a hand-over and the
+  // other after it (a reader preempted between them) was off by every block
+  // moved meanwhile: 26 MB for a cache bounded at 4,000 bytes. A read is of
+  // a moment, or kept within what moved while it read, which the slack of
+  // 16 blocks covers on any machine that does not stop the reader 8 times
+  // in a row within one read.
+  constexpr std::size_t block = 1000, queue_max = 8;
+  constexpr std::int64_t held_max = 10 * block, slack = 16 * block;
+  tracking_resource r{"test.account.live-read"};
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<void*> queue;
+  std::atomic<bool> stop{false};
+  std::thread producer([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      void* p = r.allocate(block);
+      std::unique_lock lock(m);
+      cv.wait(lock, [&] { return queue.size() < queue_max || stop.load(); });
+      queue.push_back(p);
+      cv.notify_all();
+    }
+  });
+  std::thread consumer([&] {
+    for (;;) {
+      std::unique_lock lock(m);
+      cv.wait(lock, [&] { return !queue.empty() || stop.load(); });
+      if (queue.empty()) return;
+      void* p = queue.back();
+      queue.pop_back();
+      cv.notify_all();
+      lock.unlock();
+      r.deallocate(p, block);
+    }
+  });
+  std::int64_t lowest = 0, highest = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  while (std::chrono::steady_clock::now() < until) {
+    for (int i = 0; i < 100; ++i) {
+      const std::int64_t live = r.tracked_account().live_bytes();
+      const std::int64_t total = r.tracked_account().totals().live_bytes;
+      lowest = std::min({lowest, live, total});
+      highest = std::max({highest, live, total});
+    }
+  }
+  {
+    std::lock_guard lock(m);
+    stop.store(true);
+  }
+  cv.notify_all();
+  producer.join();
+  consumer.join();
+  for (void* p : queue) r.deallocate(p, block);  // what the producer queued last
+  CHECK(lowest >= -slack);
+  CHECK(highest <= held_max + slack);
   CHECK(r.tracked_account().live_bytes() == 0);
 }

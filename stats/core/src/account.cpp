@@ -47,6 +47,20 @@ std::int64_t total(const tag_sums& by_tag) noexcept {
   return live;
 }
 
+// Every slot's allocated (freed) bytes, summed.
+std::uint64_t sum_allocated(const detail::account_slot* slots) noexcept {
+  std::uint64_t sum = 0;
+  for (const detail::account_slot* s = slots; s; s = s->next)
+    sum += std::atomic_ref<const std::uint64_t>(s->allocated).load(std::memory_order_acquire);
+  return sum;
+}
+std::uint64_t sum_freed(const detail::account_slot* slots) noexcept {
+  std::uint64_t sum = 0;
+  for (const detail::account_slot* s = slots; s; s = s->next)
+    sum += std::atomic_ref<const std::uint64_t>(s->freed).load(std::memory_order_acquire);
+  return sum;
+}
+
 // A lower bound of an account's live bytes at one instant during the call,
 // exactly its live bytes when the threads are at rest (the caller holds its
 // slow mutex): every slot's allocated bytes are read first, then every slot's
@@ -58,13 +72,54 @@ std::int64_t total(const tag_sums& by_tag) noexcept {
 // order, with acquire loads here). So the result is at most the live bytes
 // at T, and a peak raised to it never exceeds the true peak.
 std::int64_t live_lower_bound(const detail::account_slot* slots) noexcept {
-  std::uint64_t allocated = 0;
-  for (const detail::account_slot* s = slots; s; s = s->next)
-    allocated += std::atomic_ref<const std::uint64_t>(s->allocated).load(std::memory_order_acquire);
-  std::uint64_t freed = 0;
-  for (const detail::account_slot* s = slots; s; s = s->next)
-    freed += std::atomic_ref<const std::uint64_t>(s->freed).load(std::memory_order_acquire);
-  return static_cast<std::int64_t>(allocated - freed);
+  const std::uint64_t allocated = sum_allocated(slots);
+  return static_cast<std::int64_t>(allocated - sum_freed(slots));
+}
+
+// An account's live bytes, and their breakdown by tag, read while its
+// threads may be allocating and freeing (the caller holds its slow mutex).
+// The per-slot sums are of values each written by its own thread: a slot
+// read before a transfer of bytes between threads (allocated on one, freed on
+// another) and another slot read after it count that transfer on one side
+// only, so a reader delayed between two slots (preempted) once read 26 MB for
+// a cache bounded at 4,000 bytes. So the slots are read between two readings
+// of every slot's allocated and freed bytes (both only grow):
+// * when neither changed, no allocation or free completed meanwhile, and the
+//   sums are the live bytes of that moment (exact, as at rest, but for an
+//   operation one thread is in the middle of);
+// * else the live bytes at every instant while the sums were read lie in
+//   [a1 - f2, a2 - f1] (first allocated a1 and freed f1, then a2 and f2; see
+//   live_lower_bound), and the total is brought into that range.
+// Up to live_read_attempts readings are made; the first quiet one is used,
+// else the narrowest range: its width is what the threads allocated and freed
+// while it was read (a preempted reading is wide, and not chosen over another).
+struct live_read {
+  tag_sums by_tag{};
+  std::int64_t live = 0;
+};
+constexpr int live_read_attempts = 8;
+
+live_read read_live(const detail::account_slot* slots) noexcept {
+  live_read best;
+  std::uint64_t best_width = UINT64_MAX;
+  for (int attempt = 0; attempt < live_read_attempts; ++attempt) {
+    const std::uint64_t a1 = sum_allocated(slots);
+    const std::uint64_t f1 = sum_freed(slots);
+    live_read r;
+    r.by_tag = sum_by_tag(slots);
+    r.live = total(r.by_tag);
+    const std::uint64_t a2 = sum_allocated(slots);
+    const std::uint64_t f2 = sum_freed(slots);
+    if (a1 == a2 && f1 == f2) return r;
+    const auto low = static_cast<std::int64_t>(a1 - f2), high = static_cast<std::int64_t>(a2 - f1);
+    const std::uint64_t width = (a2 - a1) + (f2 - f1);
+    if (width < best_width) {
+      best_width = width;
+      r.live = std::clamp(r.live, low, high);
+      best = r;
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -298,7 +353,7 @@ std::uint64_t account::peak_bytes() const noexcept {
 
 std::int64_t account::live_bytes() const noexcept {
   std::lock_guard lock(slow_->mutex);
-  return total(sum_by_tag(slow_->slots));
+  return read_live(slow_->slots).live;
 }
 
 account_totals account::totals() const {
@@ -314,7 +369,9 @@ account_totals account::totals() const {
       out.frees += detail::slot_load(s->frees);
     }
     raise_peak_to_live();
-    by_tag = sum_by_tag(slow_->slots);
+    const live_read now = read_live(slow_->slots);
+    by_tag = now.by_tag;
+    out.live_bytes = now.live;
     out.peak_bytes = static_cast<std::uint64_t>(shared_.peak.load(std::memory_order_relaxed));
     used = tags_used_.load(std::memory_order_relaxed);
     if (one_tag(used))
@@ -322,7 +379,6 @@ account_totals account::totals() const {
     else if (used != 0)
       std::copy(std::begin(slow_->at_peak), std::end(slow_->at_peak), at_peak);
   }
-  out.live_bytes = total(by_tag);
   for (std::size_t i = 0; i < max_tags; ++i) {
     const auto tag = static_cast<tag_id>(i);
     if (by_tag[i] != 0) out.live_by_tag.push_back({std::string(tag_name(tag)), by_tag[i]});

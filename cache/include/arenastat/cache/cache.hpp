@@ -554,6 +554,15 @@ class basic_cache {
   friend class sharded_cache;
   // sharded_cache hands its shards the shared window tuner through this.
   policy_type& mutable_policy() noexcept { return policy_; }
+  // get_hashed's hit alone: the value of a cached key, its hit counted; a
+  // miss counts nothing here (sharded_cache counts it with count_miss once it
+  // knows the call is not refused).
+  [[gnu::always_inline]] std::optional<V> hit_hashed(const K& key, hashed_key h) {
+    prefetch_counts(h);
+    const std::uint32_t i = index_of(h.h32(), key);
+    if (i == npos) [[unlikely]] return std::nullopt;
+    return hit_value(i, h);
+  }
 
   static constexpr std::uint32_t npos = 0xFFFFFFFFu;
 

@@ -274,7 +274,9 @@ class sharded_cache {
     if constexpr (silent_hits)
       if (std::optional<V> v = silent_hit(s, key, h)) return std::move(*v);
     std::unique_lock lk(s.mu);
-    if (std::optional<V> v = s.cache.get_hashed(key, h)) return std::move(*v);
+    if (std::optional<V> v = s.cache.hit_hashed(key, h)) return std::move(*v);
+    // A miss, counted below unless the call is refused (which counts nothing,
+    // as in basic_cache).
     unsigned own_stale = 0;
     for (flight* f = s.flights; f != nullptr; f = f->next) {
       if (f->h.full != h.full || !eq_(*f->key, key)) continue;
@@ -288,8 +290,9 @@ class sharded_cache {
         continue;
       }
       if (f->loader == std::this_thread::get_id()) [[unlikely]] throw_recursive_load();
-      return wait_for(lk, *f);
+      return wait_for(lk, *f, s, h);
     }
+    s.cache.count_miss(h);
     flight f;
     f.key = &key;
     f.h = h;
@@ -523,11 +526,14 @@ class sharded_cache {
   // run by another thread, and takes its value or exception. The wait is
   // recorded in the process's load_waits first, and refused (logic_error)
   // when it would close a cycle of waits.
-  V wait_for(std::unique_lock<detail::versioned_shard_mutex>& lk, flight& f) {
+  // Waits for another thread's load of the key (h) in shard s: a miss,
+  // counted once the wait is not refused (a refused call counts nothing).
+  V wait_for(std::unique_lock<detail::versioned_shard_mutex>& lk, flight& f, shard& s, hashed_key h) {
     if (!f.cv) f.cv.emplace();
     detail::load_waits& waits = detail::process_load_waits();
     const std::thread::id me = std::this_thread::get_id();
     if (!waits.begin_wait(me, &f, f.loader)) throw_load_cycle();
+    s.cache.count_miss(h);
     struct wait_end {
       detail::load_waits& waits;
       std::thread::id me;

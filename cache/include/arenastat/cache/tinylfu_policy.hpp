@@ -47,7 +47,9 @@
 // Same decisions, less work (a test compares against a cache without it).
 //
 // Frequency: every access (get, put, get_or_load; hit or miss; once per call)
-// is counted, up to 15. An access to a key the cache does not hold goes to a
+// is counted, up to 15, once the cache holds its table (from its first
+// insertion, and again after clear() from the next one: the sketch is
+// allocated with the table). An access to a key the cache does not hold goes to a
 // count-min sketch of 4-bit counters in an array beside the table
 // (frequency_sketch.hpp: 64 counters per 8 table slots, about 10.7 per entry;
 // conservative update by default). A cached entry keeps its own 4-bit
