@@ -11,6 +11,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <deque>
 #include <vector>
 
 namespace arenastat_bench {
@@ -23,6 +24,7 @@ class observing_reporter : public benchmark::BenchmarkReporter {
   bool ReportContext(const Context& context) override { return shown_->ReportContext(context); }
   void ReportRuns(const std::vector<Run>& runs) override {
     std::vector<Run> copy = runs;
+    keep_memory_results(copy);
     observe(copy);
     shown_->ReportRuns(copy);
   }
@@ -33,7 +35,25 @@ class observing_reporter : public benchmark::BenchmarkReporter {
   virtual void observe(std::vector<Run>& runs) = 0;
 
  private:
+  // Google Benchmark 1.7.1 (Debian 12) points each repetition's
+  // memory_result into a vector that later repetitions of the benchmark grow,
+  // so with --benchmark_repetitions every pointer but the last may dangle
+  // (the first repetitions read 5.3e18 and 9 bytes of peak, the last 258,048).
+  // A batch holds one benchmark's repetitions: each gets a copy, kept here,
+  // of the last one's result, the only one still valid (every repetition's
+  // memory run is the same 16 iterations).
+  void keep_memory_results(std::vector<Run>& runs) {
+    const Run* last = nullptr;
+    for (const Run& r : runs)
+      if (r.run_type == Run::RT_Iteration && r.memory_result != nullptr) last = &r;
+    if (last == nullptr) return;
+    kept_.push_back(*last->memory_result);
+    for (Run& r : runs)
+      if (r.memory_result != nullptr) r.memory_result = &kept_.back();
+  }
+
   benchmark::BenchmarkReporter* shown_;
+  std::deque<benchmark::MemoryManager::Result> kept_;  // stable addresses
 };
 
 }  // namespace arenastat_bench

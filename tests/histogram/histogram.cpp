@@ -229,6 +229,56 @@ TEST_CASE("the coordinated-omission fill clamps the hidden samples above highest
   CHECK(h.mean() == 1000.0);
 }
 
+TEST_CASE("the fill clamps hidden samples in the bucket that reaches past highest", "[histogram]") {
+  // highest 5000: the last bucket (4096..8191, sub-buckets of 2) holds 5001
+  // and 5002, which the fill recorded unclamped (max 5002, clamped 1).
+  histogram bulk(1, 5000, 3), naive(1, 5000, 3);
+  bulk.record_corrected(5003, 1);
+  for (std::uint64_t v = 1; v <= 5003; ++v) naive.record(v);  // 5003 down to 1
+  CHECK(bulk.max() == 5000);
+  CHECK(bulk.clamped_count() == 3);  // 5003, 5002, 5001
+  CHECK(bulk.count() == 5003);
+  CHECK(bulk.mean() == naive.mean());
+  CHECK(bulk.percentile_distribution() == naive.percentile_distribution());
+  // The default layout: a 3601 s stall at 1 ms hides 1000 samples above 3600 s.
+  histogram h;
+  h.record_corrected(3'601'000'000'000ull, 1'000'000);
+  CHECK(h.max() == 3'600'000'000'000ull);
+  CHECK(h.value_at_percentile(100) == 3'600'000'000'000ull);
+  CHECK(h.clamped_count() == 1000);
+  CHECK(h.count() == 3'601'000);
+}
+
+TEST_CASE("a percentile of -0.0 is the percentile 0", "[histogram]") {
+  histogram h;
+  for (std::uint64_t v : {100, 200, 300, 400, 500}) h.record(v);
+  CHECK(histogram::nearest_rank(-0.0, 5) == 1);
+  CHECK(h.value_at_percentile(-0.0) == 100);
+  CHECK(h.value_at_percentile(0.0) == 100);
+}
+
+TEST_CASE("the percentile distribution keeps its rows whole at any scale", "[histogram]") {
+  // At a scale of 1e-300 a value is over 300 digits long: rows were cut at
+  // 160 bytes, losing their newline, and the footer joined the last row.
+  histogram h;
+  for (std::uint64_t v = 1; v <= 100; ++v) h.record(v);
+  const std::string plain = h.percentile_distribution(1.0), tiny = h.percentile_distribution(1e-300);
+  const auto lines_of = [](const std::string& t) {
+    std::vector<std::string> lines;
+    std::istringstream in(t);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+  };
+  const std::vector<std::string> a = lines_of(plain), b = lines_of(tiny);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    INFO(b[i]);
+    CHECK(a[i].substr(0, 2) == b[i].substr(0, 2));  // "# " or "  ": the same kind of line
+    if (b[i][0] != '#') CHECK(b[i].size() > 300);
+  }
+  CHECK(b.back().rfind("# Total count = 100,", 0) == 0);
+}
+
 TEST_CASE("merge adds counts, totals and extremes", "[histogram]") {
   histogram a;
   histogram b;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -112,8 +113,9 @@ void histogram::record_corrected(std::uint64_t value, std::uint64_t expected_int
       record_n(highest_, n);
       return;
     }
-    // Every run member up to the end of next's sub-bucket lands in one count.
-    const std::uint64_t top = std::min(highest_equivalent_value(next), last);
+    // Every run member up to the end of next's sub-bucket lands in one count
+    // (the last bucket reaches past highest: members above it are clamped).
+    const std::uint64_t top = std::min({highest_equivalent_value(next), last, highest_});
     const std::uint64_t n = (top - next) / step + 1;
     const std::uint64_t run_last = next + (n - 1) * step;
     counts_[index_of(next)] += n;
@@ -152,6 +154,7 @@ __extension__ typedef unsigned __int128 u128;
 
 std::uint64_t rank_at(double percentile, std::uint64_t count) {
   if (count == 0) return 0;
+  if (percentile == 0.0) return 1;  // -0.0 too (its text "-0" is not digits)
   char text[64];
   const auto [end, ec] = std::to_chars(text, text + sizeof text, percentile);
   if (ec != std::errc()) return 1;  // cannot happen for 0..100
@@ -180,6 +183,23 @@ std::uint64_t rank_at(double percentile, std::uint64_t count) {
   const u128 numerator = digits * count;  // < 10^17 * 2^64 < 2^121
   const u128 r = (numerator + denominator - 1) / denominator;
   return static_cast<std::uint64_t>(std::clamp<u128>(r, 1, count));
+}
+
+// Appends printf-formatted text of any length (a tiny value_scale makes a
+// value hundreds of digits long).
+[[gnu::format(printf, 2, 3)]] void append_format(std::string& out, const char* format, ...) {
+  std::va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  if (n > 0) {
+    const std::size_t at = out.size();
+    out.resize(at + static_cast<std::size_t>(n) + 1);
+    std::vsnprintf(out.data() + at, static_cast<std::size_t>(n) + 1, format, again);
+    out.resize(at + static_cast<std::size_t>(n));
+  }
+  va_end(again);
 }
 
 void check_percentile(double percentile) {
@@ -217,10 +237,7 @@ std::string histogram::percentile_distribution(double value_scale) const {
     throw std::invalid_argument("histogram::percentile_distribution: value_scale must be > 0, got " +
                                 std::to_string(value_scale));
   std::string out;
-  char line[160];
-  std::snprintf(line, sizeof line, "# %12s %14s %12s %18s\n", "Value", "Percentile", "TotalCount",
-                "1/(1-Percentile)");
-  out += line;
+  append_format(out, "# %12s %14s %12s %18s\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)");
   constexpr int ticks_per_half = 5;
   std::size_t index = 0;
   std::uint64_t seen = counts_.empty() ? 0 : counts_[0];
@@ -230,10 +247,8 @@ std::string histogram::percentile_distribution(double value_scale) const {
     while (seen < rank && index + 1 < counts_.size()) seen += counts_[++index];
     const std::uint64_t value = std::min(highest_equivalent_at_index(index), max_);
     const double fraction = p / 100.0;
-    std::snprintf(line, sizeof line, "  %12.3f %14.12f %12llu %18.2f\n",
-                  static_cast<double>(value) / value_scale, fraction,
+    append_format(out, "  %12.3f %14.12f %12llu %18.2f\n", static_cast<double>(value) / value_scale, fraction,
                   static_cast<unsigned long long>(seen), 1.0 / (1.0 - fraction));
-    out += line;
     if (rank >= total_) break;
     // Step: 100 / (ticks * 2^(h+1)) where h halvings of the rest are done.
     int halvings = 0;
@@ -244,14 +259,11 @@ std::string histogram::percentile_distribution(double value_scale) const {
     }
     p += 100.0 / (ticks_per_half * std::ldexp(1.0, halvings + 1));
   }
-  std::snprintf(line, sizeof line, "# Mean = %.3f, Min = %.3f, Max = %.3f\n", mean() / value_scale,
+  append_format(out, "# Mean = %.3f, Min = %.3f, Max = %.3f\n", mean() / value_scale,
                 static_cast<double>(min()) / value_scale, static_cast<double>(max_) / value_scale);
-  out += line;
-  std::snprintf(line, sizeof line,
-                "# Total count = %llu, Clamped = %llu, Buckets = %u, SubBuckets = %u\n",
+  append_format(out, "# Total count = %llu, Clamped = %llu, Buckets = %u, SubBuckets = %u\n",
                 static_cast<unsigned long long>(total_), static_cast<unsigned long long>(clamped_),
                 bucket_count_, sub_bucket_count());
-  out += line;
   return out;
 }
 

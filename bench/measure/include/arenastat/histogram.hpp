@@ -39,7 +39,9 @@ __extension__ typedef unsigned __int128 uint128;
 class histogram {
  public:
   // Throws std::invalid_argument naming the argument when lowest < 1,
-  // highest < 2 * lowest or significant_digits is outside 0..5.
+  // highest < 2 * lowest, significant_digits is outside 0..5, or lowest is
+  // too large for that many digits (lowest's sub-buckets would pass 2^63:
+  // e.g. lowest 2^50 with 5 digits).
   explicit histogram(std::uint64_t lowest = 1, std::uint64_t highest = 3'600'000'000'000ull,
                      int significant_digits = 3);
 
@@ -59,7 +61,9 @@ class histogram {
   // Records `value` and, to correct for coordinated omission, the samples a
   // stalled measurement loop hid: value - k * expected_interval for k = 1, 2, ...
   // while that stays >= expected_interval. An expected_interval of 0 records
-  // `value` alone. Costs O(buckets touched), not O(value / expected_interval).
+  // `value` alone. Each of these is clamped as record() clamps it (so the
+  // same as record() called for each). Costs O(buckets touched), not
+  // O(value / expected_interval).
   void record_corrected(std::uint64_t value, std::uint64_t expected_interval) noexcept;
 
   // Adds every sample of `other`. Throws std::invalid_argument unless both
@@ -91,7 +95,8 @@ class histogram {
   std::uint64_t highest_equivalent_value(std::uint64_t value) const noexcept;
 
   // A printable table, one row per percentile step (5 steps per halving of
-  // the remaining 1 - p), then a 100% row. Columns: value / value_scale,
+  // the remaining 1 - p), up to the row whose rank reaches the last sample
+  // (its value is max()). Columns: value / value_scale,
   // percentile (as a fraction), cumulative count, 1/(1-p). Header and footer
   // lines start with '#' so gnuplot reads the rows directly.
   std::string percentile_distribution(double value_scale = 1.0) const;
