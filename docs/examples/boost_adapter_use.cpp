@@ -16,6 +16,8 @@ int main() {
     v.reserve(10);
     for (int i = 0; i < 10; ++i) v.emplace_back(200, 'x');  // each string's buffer from the vector's resource
     // the vector's buffer and every string's buffer are charged to "parser"
+    // (a string converted from a std::string would be built with Boost's
+    // default resource first: docs/jemalloc-and-boost.md)
     std::printf("parser: %lld bytes live in %llu allocations\n",
                 static_cast<long long>(tracked.tracked_account().totals().live_bytes),
                 static_cast<unsigned long long>(tracked.tracked_account().totals().allocations));

@@ -47,7 +47,8 @@
 // the arena is destroyed ("arena.<i>.destroy") and its index becomes reusable
 // by a later arenas.create. If blocks are still live (the user did not free
 // everything) the arena is kept, neither destroyed nor reset, so those blocks
-// stay valid and can still be freed with free(); its memory is then retained
+// stay valid and can still be freed (dallocx/sdallocx, or free() where
+// jemalloc is the process's malloc); its memory is then retained
 // for the life of the process. The destructor never throws.
 #pragma once
 #include <cstddef>
