@@ -205,6 +205,25 @@ TEST_CASE("leaks: names and tags in the leak lines are escaped as in every text 
         "chunk\n");
 }
 
+TEST_CASE("leaks: the HTML at-exit page shows leaked names as text, inside the page", "[leaks]") {
+  // The text section used to follow </html> unescaped: a leaked scope named
+  // "<script>..." ran in the browser.
+  const std::string path = "/tmp/arenastat-leaks-test-" + std::to_string(::getpid()) + ".html";
+  const run_result r = run_child("html_names", {"ARENASTAT_LEAKS=warn", "ARENASTAT_AT_EXIT=--html",
+                                                "ARENASTAT_AT_EXIT_FILE=" + path});
+  const std::string page = read_file(path);
+  ::unlink(path.c_str());
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(page, EndsWith("<pre id=\"arenastat-leaks\">Leaks (2):\n"
+                            "  account &#39;&lt;img src=x onerror=&quot;alert(&#39;a&#39;)&quot;&gt;&#39; holds 64 "
+                            "bytes in 1 block (peak 64 bytes; heap 64)\n"
+                            "  arena chunks of tag &#39;node&#39; taken in scope "
+                            "&#39;&lt;script&gt;alert(1)&lt;/script&gt;&amp;&#39; hold 4096 bytes in 1 chunk\n"
+                            "</pre>\n</body>\n</html>\n"));
+  CHECK_THAT(page, !Contains("<script>alert"));
+  CHECK_THAT(page, !Contains("<img src=x"));
+}
+
 TEST_CASE("leaks: a bad ARENASTAT_LEAKS value warns at start-up and means off", "[leaks]") {
   const run_result r = run_child("destroy", {"ARENASTAT_LEAKS=yes"});
   CHECK(r.exit_code == 0);

@@ -2,6 +2,8 @@
 #include "arenastat/account.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <array>
 #include <bit>
 #include <deque>
@@ -85,11 +87,15 @@ std::int64_t live_lower_bound(const detail::account_slot* slots) noexcept {
 // a cache bounded at 4,000 bytes. So the slots are read between two readings
 // of every slot's allocated and freed bytes (both only grow):
 // * when neither changed, no allocation or free completed meanwhile, and the
-//   sums are the live bytes of that moment (exact, as at rest, but for an
-//   operation one thread is in the middle of);
-// * else the live bytes at every instant while the sums were read lie in
-//   [a1 - f2, a2 - f1] (first allocated a1 and freed f1, then a2 and f2; see
-//   live_lower_bound), and the total is brought into that range.
+//   sums are the live bytes of that moment (exact, as at rest, but for the
+//   one operation each thread may be in the middle of);
+// * else allocated minus freed, at every instant while the sums were read,
+//   lies in [a1 - f2, a2 - f1] (first allocated a1 and freed f1, then a2 and
+//   f2; see live_lower_bound), and the total is brought into that range (the
+//   live bytes exceed allocated minus freed only by operations in progress);
+//   the difference is taken from the tag whose sum is largest in magnitude,
+//   the tag the bytes moving between threads belong to when one tag moves, so
+//   that the breakdown adds up to the total.
 // Up to live_read_attempts readings are made; the first quiet one is used,
 // else the narrowest range: its width is what the threads allocated and freed
 // while it was read (a preempted reading is wide, and not chosen over another).
@@ -108,6 +114,9 @@ live_read read_live(const detail::account_slot* slots) noexcept {
     live_read r;
     r.by_tag = sum_by_tag(slots);
     r.live = total(r.by_tag);
+    // The relaxed loads of the sums before the second reading (an acquire
+    // load alone lets earlier loads pass it on a weakly ordered CPU).
+    std::atomic_thread_fence(std::memory_order_acquire);
     const std::uint64_t a2 = sum_allocated(slots);
     const std::uint64_t f2 = sum_freed(slots);
     if (a1 == a2 && f1 == f2) return r;
@@ -115,7 +124,14 @@ live_read read_live(const detail::account_slot* slots) noexcept {
     const std::uint64_t width = (a2 - a1) + (f2 - f1);
     if (width < best_width) {
       best_width = width;
-      r.live = std::clamp(r.live, low, high);
+      const std::int64_t clamped = std::clamp(r.live, low, high);
+      if (clamped != r.live) {
+        std::size_t largest = 0;
+        for (std::size_t i = 1; i < max_tags; ++i)
+          if (std::abs(r.by_tag[i]) > std::abs(r.by_tag[largest])) largest = i;
+        r.by_tag[largest] += clamped - r.live;
+        r.live = clamped;
+      }
       best = r;
     }
   }

@@ -10,6 +10,28 @@ void append_leaks_text(std::string& out, const std::vector<leak>& leaks) {
   for (const leak& l : leaks) out += "  " + describe_leak(l) + "\n";
 }
 
+void append_leaks_html(std::string& page, const std::vector<leak>& leaks) {
+  if (leaks.empty()) return;
+  std::string text;
+  append_leaks_text(text, leaks);
+  // Names are data: every character HTML gives a meaning is written as an
+  // entity (a leaked scope named "<script>..." must not run in the page).
+  std::string block = "<pre id=\"arenastat-leaks\">";
+  for (const char c : text.substr(1)) {  // without the text section's leading blank line
+    switch (c) {
+      case '&': block += "&amp;"; break;
+      case '<': block += "&lt;"; break;
+      case '>': block += "&gt;"; break;
+      case '"': block += "&quot;"; break;
+      case '\'': block += "&#39;"; break;
+      default: block += c;
+    }
+  }
+  block += "</pre>\n";
+  const std::size_t body_end = page.rfind("</body>");
+  page.insert(body_end == std::string::npos ? page.size() : body_end, block);
+}
+
 void leaks_json(json_writer& w, const std::vector<leak>& leaks) {
   w.begin_array();
   for (const leak& l : leaks) {

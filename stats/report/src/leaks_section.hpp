@@ -15,6 +15,9 @@ namespace arenastat::detail {
 // JSON gets a "leaks" member holding this array.
 void append_leaks_text(std::string& out, const std::vector<leak>& leaks);
 void leaks_json(json_writer& w, const std::vector<leak>& leaks);
+// The HTML page's: the text section's lines, HTML-escaped, in
+// <pre id="arenastat-leaks"> before the page's </body>.
+void append_leaks_html(std::string& page, const std::vector<leak>& leaks);
 
 // One stderr line per leak: "arenastat: leak at exit: <describe_leak>\n".
 std::string leak_lines_at_exit(const std::vector<leak>& leaks);

@@ -699,7 +699,7 @@ chunk_stream stream_of(report_input in) {
       std::vector<entry> entries(in.copy->size());
       for (std::size_t i = 0; i < entries.size(); ++i) in.copy->read(i, entries[i]);
       std::string page = render_html(entries, in.process, in.options, in.table);
-      detail::append_leaks_text(page, in.leaks);
+      detail::append_leaks_html(page, in.leaks);
       return whole_text(std::move(page));
     }
     case report_format::json:

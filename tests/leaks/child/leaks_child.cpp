@@ -11,6 +11,7 @@
 //   leaks_child names     held at exit, under hostile names: account
 //                         "leaks/a\nb" 64 bytes in 1 block; an arena chunk of
 //                         4096 bytes (tag node) taken in scope "leaks/\x1b[2J"
+//   leaks_child html_names  as names, under names that are HTML markup
 //   leaks_child threads   a thread still allocating and freeing 64-byte blocks
 //                         through account leaks/busy while the process exits
 //   leaks_child churn     two threads each make 200,000 short-lived
@@ -74,6 +75,11 @@ void exit_held() {
 }
 
 void names() { hold_block_and_chunk("leaks/a\nb", "leaks/\x1b[2J"); }
+
+// Names that would be markup in an HTML page.
+void html_names() {
+  hold_block_and_chunk("<img src=x onerror=\"alert('a')\">", "<script>alert(1)</script>&");
+}
 
 void clean() {
   arenastat::tracking_resource r{"leaks/clean"};
@@ -140,6 +146,7 @@ int main(int argc, char** argv) {
   else if (std::strcmp(mode, "exit") == 0) exit_held();
   else if (std::strcmp(mode, "threads") == 0) threads();
   else if (std::strcmp(mode, "names") == 0) names();
+  else if (std::strcmp(mode, "html_names") == 0) html_names();
   else if (std::strcmp(mode, "churn") == 0) churn();
   else if (std::strcmp(mode, "static") == 0) static_arena();
   else if (std::strcmp(mode, "globals") == 0) globals();

@@ -307,9 +307,9 @@ class account {
   // Net bytes a thread holds back from the shared counter. Half the lag bound:
   // the fast path checks the slot's limit, not the shared counters, so a
   // thread may miss what others published since its last slow path, and the
-  // peak then lags by at most the sum of every allocating thread's held-back
-  // bytes: k * hold_back <= (k - 1) * flush_threshold for k >= 2 threads, and
-  // with one thread nothing (its limit counts every byte but its own).
+  // peak then lags by at most what the other threads hold back: (k - 1) *
+  // hold_back for k threads, and with one thread nothing (its limit counts
+  // every byte of its own).
   static constexpr std::int64_t hold_back = flush_threshold / 2;
   // After a slow-path allocation: the slot's limit is made min(hold_back,
   // peak - shared live), unless it already is (the CAS loop is out of line).
