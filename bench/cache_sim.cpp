@@ -15,6 +15,7 @@
 //   TRACE: FORMAT:PATH (lirs, plain, csv, arc, longs; .gz/.xz decompressed) or
 //          GENERATOR[:name=value,...] (loop, zipf, zipf-phase, scan, recency).
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cerrno>
@@ -413,24 +414,80 @@ int run(int argc, char** argv) {
 
 // With the kernel's default overcommit a trace larger than memory (a
 // decompression bomb, random longs) gets the process killed before malloc
-// fails; an address-space limit of the memory available at the start (free
-// swap included) makes that an "out of memory" message instead. A limit the
-// user set is kept.
-void bound_memory_to_what_is_available() {
-  rlimit r{};
-  if (::getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur != RLIM_INFINITY) return;
-  std::FILE* f = std::fopen("/proc/meminfo", "re");
-  if (f == nullptr) return;
-  unsigned long long available = 0, swap_free = 0, kb = 0;
-  bool have_available = false;
-  char name[64];
-  while (std::fscanf(f, "%63s %llu kB", name, &kb) == 2) {
-    if (std::strcmp(name, "MemAvailable:") == 0) available = kb, have_available = true;
-    if (std::strcmp(name, "SwapFree:") == 0) swap_free = kb;
+// fails; an address-space limit of what the process maps at the start plus
+// the memory available then (MemAvailable and free swap, and no more than
+// its cgroup's memory.max leaves) makes that an "out of memory" message
+// instead. A limit the user set is kept; a sanitizer's build, whose shadow
+// memory is mapped address space, gets none. The limit counts address space
+// reserved, not used (a thread's stack, a malloc arena), and a decompressor
+// started afterwards inherits it.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool sanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+constexpr bool sanitized = true;
+#else
+constexpr bool sanitized = false;
+#endif
+#else
+constexpr bool sanitized = false;
+#endif
+
+// The value after `key` in a "key value kB" file (/proc/meminfo,
+// /proc/self/status), in bytes; 0 when absent.
+unsigned long long kb_field(const char* path, std::string_view key) {
+  std::FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return 0;
+  unsigned long long found = 0;
+  char line[256];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    const std::string_view l(line);
+    if (!l.starts_with(key)) continue;
+    unsigned long long kb = 0;
+    if (std::sscanf(line + key.size(), " %llu", &kb) == 1) found = kb * 1024;
+    break;
   }
   std::fclose(f);
-  if (!have_available) return;
-  const unsigned long long bytes = (available + swap_free) * 1024;
+  return found;
+}
+
+// What the process's cgroup (v2) still lets it use, or ULLONG_MAX.
+unsigned long long cgroup_room() {
+  std::FILE* f = std::fopen("/proc/self/cgroup", "re");
+  if (f == nullptr) return ULLONG_MAX;
+  char line[4096];
+  std::string path;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    std::string_view l(line);
+    if (!l.starts_with("0::")) continue;
+    l.remove_prefix(3);
+    while (!l.empty() && l.back() == '\n') l.remove_suffix(1);
+    path = "/sys/fs/cgroup" + std::string(l);
+  }
+  std::fclose(f);
+  if (path.empty()) return ULLONG_MAX;
+  const auto read_number = [](const std::string& file) -> unsigned long long {
+    std::FILE* g = std::fopen(file.c_str(), "re");
+    if (g == nullptr) return ULLONG_MAX;
+    unsigned long long v = ULLONG_MAX;
+    if (std::fscanf(g, "%llu", &v) != 1) v = ULLONG_MAX;  // "max": no limit
+    std::fclose(g);
+    return v;
+  };
+  const unsigned long long max = read_number(path + "/memory.max"), current = read_number(path + "/memory.current");
+  if (max == ULLONG_MAX || current == ULLONG_MAX) return ULLONG_MAX;
+  return max > current ? max - current : 0;
+}
+
+void bound_memory_to_what_is_available() {
+  if constexpr (sanitized) return;
+  rlimit r{};
+  if (::getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur != RLIM_INFINITY) return;
+  const unsigned long long available = kb_field("/proc/meminfo", "MemAvailable:");
+  if (available == 0) return;
+  const unsigned long long room =
+      std::min(available + kb_field("/proc/meminfo", "SwapFree:"), cgroup_room());
+  const unsigned long long bytes = kb_field("/proc/self/status", "VmSize:") + room;
   if (bytes < r.rlim_max) r.rlim_cur = bytes;
   ::setrlimit(RLIMIT_AS, &r);
 }
