@@ -164,6 +164,10 @@ inline const char* decompressor_for(std::string_view path) noexcept {
   return ends(".gz") ? "gzip" : ends(".xz") ? "xz" : nullptr;
 }
 
+inline std::string tool_not_found(const std::string& path, std::string_view tool) {
+  return "cannot decompress '" + path + "': " + std::string(tool) + " was not found (is it installed and on PATH?)";
+}
+
 // Whether posix_spawnp would find `tool`: an executable file of that name in
 // a directory of PATH (glibc's default search path when PATH is unset).
 inline bool on_path(std::string_view tool) {
@@ -175,7 +179,8 @@ inline bool on_path(std::string_view tool) {
     std::string file;  // an empty entry is the current directory
     file.append(dir).append(1, '/').append(tool);
     struct stat st {};
-    if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(file.c_str(), X_OK) == 0) return true;
+    if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::faccessat(AT_FDCWD, file.c_str(), X_OK, AT_EACCESS) == 0)
+      return true;
     from = colon + 1;
   }
   return false;
@@ -190,8 +195,7 @@ inline std::string unreadable(const std::string& path) {
     return "cannot open '" + path + "': " + std::strerror(errno);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "cannot read '" + path + "': a directory";
-  if (const char* tool = decompressor_for(path); tool != nullptr && !on_path(tool))
-    return "cannot decompress '" + path + "': " + tool + " was not found (is it installed and on PATH?)";
+  if (const char* tool = decompressor_for(path); tool != nullptr && !on_path(tool)) return tool_not_found(path, tool);
   return {};
 }
 
@@ -230,8 +234,7 @@ class input {
     ::close(out[1]);
     if (err != 0) {
       ::close(out[0]);
-      if (err == ENOENT)
-        throw trace_error("cannot decompress '" + path + "': " + tool_ + " was not found (is it installed and on PATH?)");
+      if (err == ENOENT) throw trace_error(tool_not_found(path, tool_));
       throw trace_error("cannot start " + tool_ + " for '" + path + "': " + std::strerror(err));
     }
     file_ = ::fdopen(out[0], "rb");
@@ -322,14 +325,17 @@ class input {
 // Compressed bytes read as keys would be a wrong trace with no error: what
 // the first bytes of a file say it is when it is compressed data (not named
 // .gz or .xz, or decompressed twice) or UTF-16 text, else nullptr.
-inline const char* compressed_kind(std::string_view head) noexcept {
-  if (head.starts_with("\x1f\x8b")) return "gzip-compressed data (a name ending in .gz is read through gzip -dc)";
+// `utf16`: whether a UTF-16 byte order mark counts too (text formats; two
+// bytes are too weak a sign among binary keys).
+inline const char* compressed_kind(std::string_view head, bool utf16 = true) noexcept {
+  // gzip's magic and its one compression method, deflate (8).
+  if (head.starts_with("\x1f\x8b\x08")) return "gzip-compressed data (a name ending in .gz is read through gzip -dc)";
   if (head.starts_with(std::string_view("\xFD" "7zXZ\0", 6)))
     return "xz-compressed data (a name ending in .xz is read through xz -dc)";
   if (head.starts_with("\x28\xB5\x2F\xFD")) return "zstd-compressed data (decompress it first)";
   if (head.size() >= 10 && head.starts_with("BZh") && head.substr(4, 6) == "1AY&SY")
     return "bzip2-compressed data (decompress it first)";
-  if (head.starts_with("\xFF\xFE") || head.starts_with("\xFE\xFF"))
+  if (utf16 && (head.starts_with("\xFF\xFE") || head.starts_with("\xFE\xFF")))
     return "UTF-16 text (keys are read as ASCII or UTF-8: convert it, e.g. with iconv -f UTF-16 -t UTF-8)";
   return nullptr;
 }
@@ -366,13 +372,13 @@ class line_reader {
         // A UTF-8 byte order mark (Windows editors write one) is not part of
         // the first line: it would make the first key another key, or an error.
         if (number_ == 0 && line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
-        check(line.size());
+        check(line.data(), line.size());
         ++number_;
         return true;
       }
       // Not ended yet: too long once past max_line bytes, a '\r' and a byte
       // order mark (said before the buffer fills; exactly when the line ends).
-      if (end_ - pos_ > max_line + 4) check(end_ - pos_);
+      if (end_ - pos_ > max_line + 4) check(buf_.data() + pos_, end_ - pos_);
       fill();
     }
   }
@@ -382,10 +388,12 @@ class line_reader {
   }
 
  private:
-  void check(std::size_t length) const {
-    if (length > max_line)
-      throw trace_error(path_ + ":" + std::to_string(number_ + 1) + ": line longer than " + std::to_string(max_line) +
-                        " bytes");
+  void check(const char* start, std::size_t length) const {
+    if (length <= max_line) return;
+    // Lines that end in CR alone read as one long line: say so.
+    const bool cr = std::memchr(start, '\r', length) != nullptr;
+    throw trace_error(path_ + ":" + std::to_string(number_ + 1) + ": line longer than " + std::to_string(max_line) +
+                      " bytes" + (cr ? " (it holds carriage returns: a file with CR line ends must be converted first)" : ""));
   }
   void fill() {
     std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
@@ -489,23 +497,26 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
   const auto full = [&] { return opt.max_requests != 0 && b.size() >= opt.max_requests; };
   if (format == trace_format::longs) {
     // The first 64 bytes (or all there are) are looked at before any is a key.
+    // (At most the records asked for: a FIFO's writer need not write more.)
     unsigned char head[64];
+    const std::size_t want =
+        opt.max_requests != 0 && opt.max_requests < sizeof head / 8 ? opt.max_requests * 8 : sizeof head;
     std::size_t held = 0;
-    while (held < sizeof head) {
-      const std::size_t n = std::fread(head + held, 1, sizeof head - held, in);
+    while (held < want) {
+      const std::size_t n = std::fread(head + held, 1, want - held, in);
       if (n == 0) break;
       held += n;
     }
-    if (held == 0 && std::ferror(in)) throw trace_error("reading '" + name + "' failed: " + std::strerror(errno));
+    if (std::ferror(in)) throw trace_error("reading '" + name + "' failed: " + std::strerror(errno));
     const std::string_view seen(reinterpret_cast<const char*>(head), held);
-    if (const char* what = detail::compressed_kind(seen)) throw trace_error(name + ": byte 0: " + what);
+    if (const char* what = detail::compressed_kind(seen, false)) throw trace_error(name + ": byte 0: " + what);
     if (detail::looks_like_text_lines(seen))
       throw trace_error(name + ": byte 0: text lines, not 8-byte binary keys (a key per line is read with plain: or "
                                "lirs:)");
     unsigned char rec[8];
     std::uint64_t offset = 0;
     while (!full()) {
-      // From the head first: held < 64 only when the input ended in it.
+      // From the head first: held < want only when the input ended in it.
       std::size_t n;
       if (offset < held) {
         n = std::min<std::size_t>(8, held - offset);
@@ -530,7 +541,7 @@ inline bool read_requests(trace_format format, std::FILE* in, const std::string&
   detail::line_reader lines(in, name);
   std::string_view raw;
   std::string scratch;  // a quoted csv field
-  if (format == trace_format::csv && opt.csv_header) lines.next(raw);
+  if (format == trace_format::csv && opt.csv_header && lines.next(raw)) detail::refuse_not_text(lines, raw);
   while (!full() && lines.next(raw)) {
     // Checked on the line as read (a Windows CRLF's '\r' already taken off):
     // trimming would take a last '\r' off too.

@@ -694,3 +694,24 @@ TEST_CASE("sim: an arc count out of range is named with its value", "[cache][sim
   CHECK(error_of(sim::trace_format::arc, big) ==
         big + ":1: a count of 4000000000 blocks (count 1..1000000): '7 4000000000 0 0'");
 }
+
+TEST_CASE("sim: a long file of CR line ends is named as such, and so is a csv header line", "[cache][sim]") {
+  std::string many;
+  for (int i = 0; i < 2000; ++i) many += std::to_string(i) + "\r";  // 8,890 bytes
+  const std::string big = write_file("cr_big.lirs", many);  // over 4096 bytes, one "line"
+  CHECK(error_of(sim::trace_format::lirs, big) ==
+        big + ":1: line longer than 4096 bytes (it holds carriage returns: a file with CR line ends must be converted "
+              "first)");
+  // The header line was skipped unread: the whole CR file was eaten as it.
+  const std::string csv = write_file("cr_header.csv", "id,key\r1,A\r2,B\r");
+  CHECK(error_of(sim::trace_format::csv, csv, {.csv_column = 2, .csv_header = true})
+            .starts_with(csv + ":1: a carriage return inside the line"));
+}
+
+TEST_CASE("sim: longs takes a gzip magic without deflate's method byte, or a UTF-16 mark, as keys", "[cache][sim]") {
+  // 1F 8B 00 ... and FF FE ...: 64-bit keys that only start like those (for
+  // random keys 3 in 65,536 would have been refused on two bytes).
+  std::string bytes = std::string("\x1f\x8b\x00\x00\x00\x00\x00\x01", 8) + std::string("\xff\xfe\x00\x00\x00\x00\x00\x02", 8);
+  CHECK(sim::read_trace(sim::trace_format::longs, write_file("magicish.longs", bytes)).keys ==
+        std::vector<std::uint32_t>{0, 1});
+}
