@@ -33,12 +33,17 @@ struct options {
   int linger_s = 0;
 };
 
+// A bad command line (the usage follows its message).
+struct bad_option : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
 int parse_int(std::string_view arg, std::string_view name, int lo, int hi) {
   const std::string_view text = arg.substr(name.size());
   int v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
-    throw std::invalid_argument("bad value in '" + std::string(arg) + "': expected an integer from " +
+    throw bad_option("bad value in '" + std::string(arg) + "': expected an integer from " +
                                 std::to_string(lo) + " to " + std::to_string(hi));
   return v;
 }
@@ -61,7 +66,7 @@ options parse(int argc, char** argv) {
     if (a.starts_with("--methods=")) o.methods = parse_int(a, "--methods=", 1, 1000000);
     else if (a.starts_with("--threads=")) o.threads = parse_int(a, "--threads=", 1, 64);
     else if (a.starts_with("--linger=")) o.linger_s = parse_int(a, "--linger=", 0, 86400);
-    else throw std::invalid_argument("unknown option '" + std::string(a) + "'");
+    else throw bad_option("unknown option '" + std::string(a) + "'");
   }
   return o;
 }
@@ -189,7 +194,7 @@ int main(int argc, char** argv) try {
   std::puts(arenastat::report("-H").c_str());
   std::puts(arenastat::report("-H --tree").c_str());
   return 0;
-} catch (const std::invalid_argument& e) {
+} catch (const bad_option& e) {
   std::fprintf(stderr, "arenastat_demo: %s\n%s", e.what(), usage);
   return 2;
 } catch (const std::exception& e) {

@@ -62,6 +62,9 @@ namespace arenastat {
 
 // Dumps on a signal (the dump itself: dump.hpp, write_dump).
 // Makes `signal_number` (SIGUSR1 or SIGUSR2) write a dump with an empty path.
+// One dump signal at a time: installing another restores the first one's
+// previous action (so SIGUSR1 then SIGUSR2 leaves SIGUSR1 at its default,
+// which ends the process); ARENASTAT_DUMP_SIGNAL installs one too.
 // Starts the dump thread on first use; stopped at exit. Throws
 // std::invalid_argument for any other signal, std::system_error if the pipe,
 // thread or handler cannot be set up.
