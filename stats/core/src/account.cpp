@@ -49,19 +49,17 @@ std::int64_t total(const tag_sums& by_tag) noexcept {
   return live;
 }
 
-// Every slot's allocated (freed) bytes, summed.
+// One only-growing counter of every slot (allocated or freed bytes), summed.
+std::uint64_t sum_of(const detail::account_slot* slots, std::uint64_t detail::account_slot::*counter) noexcept {
+  std::uint64_t sum = 0;
+  for (const detail::account_slot* s = slots; s; s = s->next)
+    sum += std::atomic_ref<const std::uint64_t>(s->*counter).load(std::memory_order_acquire);
+  return sum;
+}
 std::uint64_t sum_allocated(const detail::account_slot* slots) noexcept {
-  std::uint64_t sum = 0;
-  for (const detail::account_slot* s = slots; s; s = s->next)
-    sum += std::atomic_ref<const std::uint64_t>(s->allocated).load(std::memory_order_acquire);
-  return sum;
+  return sum_of(slots, &detail::account_slot::allocated);
 }
-std::uint64_t sum_freed(const detail::account_slot* slots) noexcept {
-  std::uint64_t sum = 0;
-  for (const detail::account_slot* s = slots; s; s = s->next)
-    sum += std::atomic_ref<const std::uint64_t>(s->freed).load(std::memory_order_acquire);
-  return sum;
-}
+std::uint64_t sum_freed(const detail::account_slot* slots) noexcept { return sum_of(slots, &detail::account_slot::freed); }
 
 // A lower bound of an account's live bytes at one instant during the call,
 // exactly its live bytes when the threads are at rest (the caller holds its
