@@ -32,6 +32,7 @@
 
 #include "args.hpp"
 #include "json_writer.hpp"
+#include "sys.hpp"
 #include "text_escape.hpp"
 #include "arenastat/cache/cache.hpp"
 #include "sim/reference_policies.hpp"
@@ -433,22 +434,10 @@ constexpr bool sanitized = false;
 constexpr bool sanitized = false;
 #endif
 
-// The value after `key` in a "key value kB" file (/proc/meminfo,
-// /proc/self/status), in bytes; 0 when absent.
+// A "Key: N kB" field of a /proc file, in bytes; 0 when absent.
 unsigned long long kb_field(const char* path, std::string_view key) {
-  std::FILE* f = std::fopen(path, "re");
-  if (f == nullptr) return 0;
-  unsigned long long found = 0;
-  char line[256];
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    const std::string_view l(line);
-    if (!l.starts_with(key)) continue;
-    unsigned long long kb = 0;
-    if (std::sscanf(line + key.size(), " %llu", &kb) == 1) found = kb * 1024;
-    break;
-  }
-  std::fclose(f);
-  return found;
+  char buf[8192];
+  return detail::kb_field(std::string_view(buf, detail::read_small_file(path, buf, sizeof buf)), key);
 }
 
 // What the process's cgroup (v2) still lets it use, or ULLONG_MAX.
@@ -483,11 +472,11 @@ void bound_memory_to_what_is_available() {
   if constexpr (sanitized) return;
   rlimit r{};
   if (::getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur != RLIM_INFINITY) return;
-  const unsigned long long available = kb_field("/proc/meminfo", "MemAvailable:");
+  const unsigned long long available = kb_field("/proc/meminfo", "MemAvailable");
   if (available == 0) return;
   const unsigned long long room =
-      std::min(available + kb_field("/proc/meminfo", "SwapFree:"), cgroup_room());
-  const unsigned long long bytes = kb_field("/proc/self/status", "VmSize:") + room;
+      std::min(available + kb_field("/proc/meminfo", "SwapFree"), cgroup_room());
+  const unsigned long long bytes = kb_field("/proc/self/status", "VmSize") + room;
   if (bytes < r.rlim_max) r.rlim_cur = bytes;
   ::setrlimit(RLIMIT_AS, &r);
 }

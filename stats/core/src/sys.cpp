@@ -85,4 +85,37 @@ std::string absolute_path(std::string path, std::string_view who) {
   return std::string(cwd) + "/" + path;
 }
 
+std::size_t read_small_file(const char* path, char* buf, std::size_t cap) noexcept {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  std::size_t len = 0;
+  while (len < cap) {
+    const ssize_t n = ::read(fd, buf + len, cap - len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    len += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return len;
+}
+
+std::uint64_t kb_field(std::string_view text, std::string_view key) noexcept {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    const std::string_view line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (line.size() <= key.size() || line.substr(0, key.size()) != key || line[key.size()] != ':') continue;
+    std::uint64_t kb = 0;
+    for (std::size_t i = key.size() + 1; i < line.size(); ++i) {
+      const char c = line[i];
+      if (c >= '0' && c <= '9') kb = kb * 10 + static_cast<std::uint64_t>(c - '0');
+      else if (c != ' ' && c != '\t') break;
+    }
+    return kb * 1024;
+  }
+  return 0;
+}
+
 }  // namespace arenastat::detail

@@ -1,6 +1,8 @@
 // Small system helpers shared by the reports (dumps) and the control layer
 // (server, commands, start-up). Not installed.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <ctime>
 #include <string>
 #include <string_view>
@@ -34,5 +36,14 @@ int write_all(int fd, std::string_view text) noexcept;
 // directory itself; a leading "./" is dropped). Throws std::system_error,
 // "<who>: cannot read the working directory", when getcwd fails.
 std::string absolute_path(std::string path, std::string_view who);
+
+// Reads up to `cap` bytes of a small file (/proc) with read(2) (no stdio,
+// usable at exit). Returns the number of bytes read, 0 when it cannot be read.
+std::size_t read_small_file(const char* path, char* buf, std::size_t cap) noexcept;
+
+// The value of a "Key:   1234 kB" line of a /proc file's text
+// (/proc/self/status, /proc/meminfo), `key` without its colon, in bytes; 0
+// when absent.
+std::uint64_t kb_field(std::string_view text, std::string_view key) noexcept;
 
 }  // namespace arenastat::detail

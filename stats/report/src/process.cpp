@@ -11,47 +11,11 @@
 #include <string_view>
 
 #include "arenastat/report.hpp"
+#include "sys.hpp"
 
 namespace arenastat {
 
 namespace {
-
-// Reads a whole small file with read(2) (no stdio, usable at exit).
-// Returns the number of bytes read, 0 when the file cannot be read.
-std::size_t read_small_file(const char* path, char* buf, std::size_t cap) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  std::size_t len = 0;
-  while (len < cap) {
-    const ssize_t n = ::read(fd, buf + len, cap - len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    len += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  return len;
-}
-
-// Value of a "Key:   1234 kB" line of /proc/self/status, in bytes (0 if absent).
-std::uint64_t status_kb_field(std::string_view status, std::string_view key) {
-  std::size_t pos = 0;
-  while (pos < status.size()) {
-    std::size_t eol = status.find('\n', pos);
-    if (eol == std::string_view::npos) eol = status.size();
-    const std::string_view line = status.substr(pos, eol - pos);
-    pos = eol + 1;
-    if (line.size() <= key.size() || line.substr(0, key.size()) != key || line[key.size()] != ':')
-      continue;
-    std::uint64_t kb = 0;
-    for (std::size_t i = key.size() + 1; i < line.size(); ++i) {
-      const char c = line[i];
-      if (c >= '0' && c <= '9') kb = kb * 10 + static_cast<std::uint64_t>(c - '0');
-      else if (c != ' ' && c != '\t') break;
-    }
-    return kb * 1024;
-  }
-  return 0;
-}
 
 using mallctl_fn = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
 
@@ -82,11 +46,11 @@ process_info read_process_info() {
   info.pid = static_cast<int>(::getpid());
 
   char buf[8192];
-  const std::size_t len = read_small_file("/proc/self/status", buf, sizeof buf);
+  const std::size_t len = detail::read_small_file("/proc/self/status", buf, sizeof buf);
   const std::string_view status(buf, len);
-  info.rss_bytes = status_kb_field(status, "VmRSS");
-  info.hwm_bytes = status_kb_field(status, "VmHWM");
-  info.rss_anon_bytes = status_kb_field(status, "RssAnon");
+  info.rss_bytes = detail::kb_field(status, "VmRSS");
+  info.hwm_bytes = detail::kb_field(status, "VmHWM");
+  info.rss_anon_bytes = detail::kb_field(status, "RssAnon");
 
   if (const mallctl_fn ctl = find_jemalloc()) {
     info.jemalloc = true;
