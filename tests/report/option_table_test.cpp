@@ -100,6 +100,26 @@ TEST_CASE("option table: each bad input has its message", "[options][table]") {
   CHECK(bad("-o") == "t: bad option '-o': expected -o FILE");
 }
 
+TEST_CASE("option table: a bad word is quoted escaped and cut, as a warning quotes a value", "[options][table]") {
+  const auto bad = [](std::string_view text) {
+    try {
+      opt::parse(g, text);
+    } catch (const opt::error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string expected = " (expected -f, --count=N, --depth=N, -d SECONDS, --sort=a|b|c, -s=SIZE, -o FILE)";
+  // A terminal escape, a byte above ASCII, a quote and a backslash: each
+  // written so that the message is one printable line and reads back one way.
+  CHECK(bad("--x\x1b[2J") == "t: unknown option '--x\\x1b[2J'" + expected);
+  CHECK(bad("--x\x1b[2J\xc3\xa9'\\") == "t: unknown option '--x\\x1b[2J\\xc3\\xa9\\x27\\\\'" + expected);
+  CHECK(bad("--sort=\x07") == "t: bad option '--sort=\\x07': expected --sort=a, --sort=b or --sort=c");
+  // A word of 300 bytes: its first 200 quoted, then its length.
+  const std::string long_word = "--" + std::string(298, 'w');
+  CHECK(bad(long_word) == "t: unknown option '--" + std::string(198, 'w') + "'... (300 bytes)" + expected);
+}
+
 TEST_CASE("option table: two options of one group clash, named in the order given", "[options][table]") {
   constexpr std::array grouped{opt::spec{.name = "--x", .group = 1}, opt::spec{.name = "--y", .group = 1},
                                opt::spec{.name = "--z"}};

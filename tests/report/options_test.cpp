@@ -70,6 +70,11 @@ TEST_CASE("options: a bad size names the option and the size", "[options]") {
   CHECK_THROWS_WITH(parse_report_options("-s=-1"), Contains("'-s=-1'"));
 }
 
+TEST_CASE("options: a bad size with control bytes is quoted escaped, twice", "[options]") {
+  CHECK_THROWS_WITH(parse_report_options("-s=1\x1b[0m"),
+                    StartsWith("arenastat: bad option '-s=1\\x1b[0m': invalid size '1\\x1b[0m'"));
+}
+
 TEST_CASE("options: -s without a value is an error", "[options]") {
   CHECK_THROWS_WITH(parse_report_options("-s="),
                     "arenastat: bad option '-s=': expected -s=SIZE, e.g. -s=10m");

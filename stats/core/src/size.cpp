@@ -1,5 +1,6 @@
 // Byte sizes as people write them, and back.
 #include "arenastat/size.hpp"
+#include "quoted.hpp"
 
 #include <cstdio>
 #include <limits>
@@ -10,7 +11,7 @@ namespace arenastat {
 namespace {
 
 [[noreturn]] void bad_size(std::string_view text, const char* why) {
-  throw std::invalid_argument("invalid size '" + std::string(text) + "': " + why);
+  throw std::invalid_argument("invalid size " + detail::quoted(text) + ": " + why);
 }
 
 // Power of 1024 named by a suffix letter, or -1 for no known suffix.

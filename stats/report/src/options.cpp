@@ -1,5 +1,6 @@
 // The option table mechanism and the report options' table (options.hpp).
 #include "options.hpp"
+#include "quoted.hpp"
 
 #include <cctype>
 #include <charconv>
@@ -122,7 +123,7 @@ void convert(const grammar& g, value& v) {
 bool named(const spec& s, std::string_view name) { return name == s.name || (!s.alias.empty() && name == s.alias); }
 
 [[noreturn]] void unknown(const grammar& g, std::string_view word) {
-  throw error(std::string(g.who) + "unknown option '" + std::string(word) + "' (expected " +
+  throw error(std::string(g.who) + "unknown option " + detail::quoted(word) + " (expected " +
               expected_list(g.specs) + ")");
 }
 
@@ -145,7 +146,7 @@ std::vector<std::string_view> split_words(std::string_view text) {
 }
 
 void fail(const grammar& g, std::string_view word, std::string_view why) {
-  throw error(std::string(g.who) + "bad option '" + std::string(word) + "': " + std::string(why));
+  throw error(std::string(g.who) + "bad option " + detail::quoted(word) + ": " + std::string(why));
 }
 
 parsed parse(const grammar& g, std::span<const std::string_view> words, operands rest) {
@@ -195,7 +196,7 @@ parsed parse(const grammar& g, std::span<const std::string_view> words, operands
     if (v.option->group != 0) {
       for (const value& before : out.values) {
         if (before.option->group == v.option->group && before.option != v.option)
-          throw error(std::string(g.who) + "bad option '" + before.word + "' with '" + v.word + "': " +
+          throw error(std::string(g.who) + "bad option " + detail::quoted(before.word) + " with " + detail::quoted(v.word) + ": " +
                       std::string(g.group_clash));
       }
     }
