@@ -108,6 +108,18 @@ TEST_CASE("single_line replaces control characters", "[control][request]") {
   CHECK(single_line("a\nb\rc\x7f") == "a b c ");
 }
 
+TEST_CASE("single_line cuts a long message with a mark, between UTF-8 sequences", "[control][request]") {
+  // 4096 bytes fit whole; one more and the message is 4093 bytes and "...".
+  CHECK(single_line(std::string(4096, 'a')) == std::string(4096, 'a'));
+  CHECK(single_line(std::string(4097, 'a')) == std::string(4093, 'a') + "...");
+  // A 3-byte sequence (U+20AC) at bytes 4092-4094 would be cut after its
+  // first byte: it goes whole, and the message is 4092 bytes and "...".
+  const std::string euro = "\xe2\x82\xac";
+  CHECK(single_line(std::string(4092, 'a') + euro + std::string(2000, 'b')) == std::string(4092, 'a') + "...");
+  // Ending exactly before the cut, it stays.
+  CHECK(single_line(std::string(4090, 'a') + euro + std::string(2000, 'b')) == std::string(4090, 'a') + euro + "...");
+}
+
 TEST_CASE("requests whose answer walks the table are the ones the server answers one per turn",
           "[control][request]") {
   // Copies or walks every entry: stats (the report), diff and baseline (a

@@ -5,13 +5,14 @@
 #include "arenastat/dump.hpp"
 #include "control_internal.hpp"
 #include "control_request.hpp"
+#include "quoted.hpp"
 
 namespace arenastat::control {
 
 std::string dump_body(std::string_view path) {
   if (!path.empty() && path.front() != '/') {
-    throw std::invalid_argument("dump: PATH must be absolute, got '" + wire::single_line(path.substr(0, 200)) +
-                                "' (the arenastat CLI makes a relative path absolute)");
+    throw std::invalid_argument("dump: PATH must be absolute, got " + detail::quoted(path) +
+                                " (the arenastat CLI makes a relative path absolute)");
   }
   return write_dump(path) + "\n";
 }

@@ -162,12 +162,17 @@ request_reader::state request_reader::feed(std::string_view bytes) {
 
 std::string single_line(std::string_view text) {
   std::string out;
-  const std::size_t n = text.size() < max_request_bytes ? text.size() : max_request_bytes;
-  out.reserve(n);
+  const bool cut = text.size() > max_request_bytes;
+  std::size_t n = cut ? max_request_bytes - cut_mark.size() : text.size();
+  // Cut between UTF-8 sequences, not inside one: a continuation byte (10xxxxxx)
+  // at n means the sequence before it goes too (at most 3 bytes back).
+  while (cut && n > 0 && (static_cast<unsigned char>(text[n]) & 0xc0) == 0x80 && max_request_bytes - n < 8) --n;
+  out.reserve(n + (cut ? cut_mark.size() : 0));
   for (std::size_t i = 0; i < n; ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     out.push_back(c < 0x20 || c == 0x7f ? ' ' : static_cast<char>(c));
   }
+  if (cut) out += cut_mark;
   return out;
 }
 

@@ -102,8 +102,13 @@ class request_reader {
   state state_ = state::incomplete;
 };
 
+// What ends a message single_line cut.
+inline constexpr std::string_view cut_mark = "...";
+
 // Turns any text into one safe status-line message: control characters
-// become spaces, and the result is cut to max_request_bytes.
+// become spaces. A text longer than max_request_bytes is cut, between UTF-8
+// sequences, so that with cut_mark after it the message holds at most
+// max_request_bytes bytes.
 std::string single_line(std::string_view text);
 
 }  // namespace arenastat::wire
