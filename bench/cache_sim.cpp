@@ -327,8 +327,46 @@ struct progress {
   std::string work = "reading the command line";
   bool mid_row = false;
   std::FILE* table = stdout;
+  bool json = false;
+  std::vector<row> rows;  // every row done, in order
 };
 progress now;
+
+// --json: every row done and, for a run that stopped early (a trace that
+// turned out bad, or too large for memory), why: "error" is that message (the
+// one printed on stderr, without the program's name), null when the run ran
+// to its end. So the traces simulated before a failure are not lost.
+bool print_json(const std::string* error) {
+  // The project's one JSON writer: valid JSON whatever bytes a trace's
+  // path holds (bytes outside UTF-8 marked, distinct paths kept distinct).
+  std::string out;
+  detail::json_writer w(out);
+  w.begin_object().field("version", 1).key("results").begin_array();
+  for (const row& r : now.rows) {
+    w.begin_object().field("trace", r.trace).field("requests", std::uint64_t{r.requests});
+    w.field("distinct", std::uint64_t{r.distinct}).field("size", std::uint64_t{r.size}).field("policy", r.policy);
+    w.field("hits", r.hits).field("hit_rate", static_cast<double>(r.hits) / static_cast<double>(r.requests));
+    w.end_object();
+  }
+  w.end_array().key("error");
+  if (error != nullptr) {
+    w.value(std::string_view(*error));
+  } else {
+    w.null();
+  }
+  w.end_object();
+  std::printf("%s\n", out.c_str());
+  return written(stdout, "the JSON to standard output");
+}
+
+// Ends a run that cannot go on: the message on stderr (escaped for people)
+// and, under --json, in the JSON with the rows done (as it is: the writer
+// makes any bytes valid JSON). Returns the exit status, 1.
+int stopped(const std::string& message) {
+  std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), shown(message).c_str());
+  if (now.json) print_json(&message);
+  return 1;
+}
 
 int run(int argc, char** argv) {
   const command_line c = parse_command_line(argc, argv);
@@ -337,22 +375,19 @@ int run(int argc, char** argv) {
     return written(stdout, "the usage to standard output") ? 0 : 1;
   }
   bool lru_differs = false;
-  std::vector<row> rows;
+  std::vector<row>& rows = now.rows;
   std::FILE* table = c.json ? stderr : stdout;
   now.table = table;
+  now.json = c.json;
   for (const job& j : c.jobs) {
     trace t;
     now.work = shown("reading the trace '" + j.source.spec + "' (--max-requests=N reads fewer of its requests)");
     try {
       t = load(j.source, j.options);
     } catch (const sim::trace_error& e) {
-      std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), shown(e.message()).c_str());
-      return 1;
+      return stopped(e.message());
     }
-    if (t.keys.empty()) {
-      std::fprintf(stderr, "%.*s: %s: no requests\n", static_cast<int>(program.size()), program.data(), shown(t.name).c_str());
-      return 1;
-    }
+    if (t.keys.empty()) return stopped(t.name + ": no requests");
     std::vector<std::uint32_t> next;
     for (const auto* p : j.policies)
       if (p->name.starts_with("opt") && next.empty()) next = sim::next_uses(t.keys, t.distinct);
@@ -390,22 +425,7 @@ int run(int argc, char** argv) {
     // The table on stdout: a failed write ends the run (its rows are lost).
     if (!c.json && !written(stdout, "the table to standard output")) return 1;
   }
-  if (c.json) {
-    // The project's one JSON writer: valid JSON whatever bytes a trace's
-    // path holds (bytes outside UTF-8 marked, distinct paths kept distinct).
-    std::string out;
-    detail::json_writer w(out);
-    w.begin_object().field("version", 1).key("results").begin_array();
-    for (const row& r : rows) {
-      w.begin_object().field("trace", r.trace).field("requests", std::uint64_t{r.requests});
-      w.field("distinct", std::uint64_t{r.distinct}).field("size", std::uint64_t{r.size}).field("policy", r.policy);
-      w.field("hits", r.hits).field("hit_rate", static_cast<double>(r.hits) / static_cast<double>(r.requests));
-      w.end_object();
-    }
-    w.end_array().end_object();
-    std::printf("%s\n", out.c_str());
-    if (!written(stdout, "the JSON to standard output")) return 1;
-  }
+  if (c.json && !print_json(nullptr)) return 1;
   if (c.check_lru && !lru_differs) {
     std::fprintf(table, "lru == ref_lru on every trace and size\n");
     if (!c.json && !written(stdout, "the table to standard output")) return 1;
@@ -495,6 +515,16 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "%.*s: out of memory while %s\n", static_cast<int>(program.size()), program.data(),
                  now.work.c_str());
+    if (now.json) {
+      // The trace under way is freed by now; writing the JSON needs little.
+      try {
+        const std::string message = "out of memory while " + now.work;
+        print_json(&message);
+      } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "%.*s: out of memory writing the JSON of the rows done\n",
+                     static_cast<int>(program.size()), program.data());
+      }
+    }
     return 1;
   }
 }

@@ -548,6 +548,29 @@ TEST_CASE("sim: cache_sim limits its address space to the memory available when 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("sim: cache_sim --json keeps the rows of the traces done when a later one is bad", "[cache][sim]") {
+  // Keys 1 2 1 at size 2: one hit in three for LRU and for the optimum. The
+  // second trace's third line is not a block number, found only when it is read.
+  const std::string good = write_file("done.lirs", "1\n2\n1\n");
+  const std::string bad = write_file("later.lirs", "1\n2\nx\n");
+  const auto [status, out] = run_cache_sim("--sizes=2 --policies=lru,opt --json 'lirs:" + good + "' 'lirs:" + bad + "'", false);
+  CHECK(status == 1);
+  const auto j = nlohmann::json::parse(out);
+  REQUIRE(j["results"].size() == 2);
+  for (const auto& r : j["results"]) {
+    CHECK(r["trace"] == "lirs:" + good);
+    CHECK(r["requests"] == 3);
+    CHECK(r["hits"] == 1);
+  }
+  CHECK(j["results"][0]["policy"] == "lru");
+  CHECK(j["results"][1]["policy"] == "opt");
+  CHECK(j["error"] == bad + ":3: not a block number: 'x'");
+  // A run to its end says so with a null error.
+  const auto [ok_status, ok_out] = run_cache_sim("--sizes=2 --policies=lru --json 'lirs:" + good + "'", false);
+  CHECK(ok_status == 0);
+  CHECK(nlohmann::json::parse(ok_out)["error"].is_null());
+}
+
 TEST_CASE("sim: cache_sim names an option given without its value", "[cache][sim]") {
   const auto [status, out] = run_cache_sim("--sizes loop");
   CHECK(status == 2);
