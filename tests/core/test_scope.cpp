@@ -7,6 +7,7 @@
 #include <atomic>
 #include <csignal>
 #include <memory>
+#include <mutex>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include "support.hpp"
+#include "thread_state.hpp"
 
 using arenastat::arena_options;
 using arenastat::arena_resource;
@@ -140,6 +142,92 @@ TEST_CASE("a release on another thread is credited to the owner's active scope",
   (void)b.allocate(10, 8);
   CHECK(s.net_bytes() == 1024);
   CHECK(s.peak_bytes() == 4096);
+}
+
+// The owner's queue of credits, read under its lock (thread_state.hpp).
+static std::size_t queued_credits(arenastat::detail::thread_state& owner) {
+  std::lock_guard lock(owner.pending_mutex);
+  return owner.pending.size();
+}
+
+TEST_CASE("a release on another thread queues a credit only while a scope it was for is active",
+          "[scope][threads]") {
+  // One chunk taken in a scope on a worker; the worker waits at each step
+  // while this thread releases a chunk.
+  std::atomic<int> step{0};
+  const auto wait_for = [&](int n) {
+    while (step.load() != n) std::this_thread::yield();
+  };
+  arena_resource* held = nullptr;      // taken in the worker's scope, released while it is active
+  arena_resource* after_end = nullptr;  // taken in a scope that ended, released while the worker waits
+  arenastat::detail::thread_state* owner = nullptr;
+  std::thread worker([&] {
+    {
+      scope ended{"test/scope/queue/ended"};
+      after_end = new arena_resource{"node", chunks_of(4096)};
+      (void)after_end->allocate(10, 8);
+    }
+    scope s{"test/scope/queue/active"};
+    held = new arena_resource{"node", chunks_of(2048)};
+    (void)held->allocate(10, 8);
+    owner = arenastat::detail::tls_scopes.state;
+    step = 1;
+    wait_for(2);
+    CHECK(s.net_bytes() == 2048);  // not yet applied: the credit waits for a tracked event
+    arena_resource next{"node", chunks_of(1024)};
+    (void)next.allocate(10, 8);  // applies it
+    CHECK(s.net_bytes() == 1024);
+  });
+  wait_for(1);
+  REQUIRE(owner != nullptr);
+  delete after_end;  // its scope has ended: nothing to credit, nothing queued
+  CHECK(queued_credits(*owner) == 0);
+  delete held;  // its scope is active: queued for the worker
+  CHECK(queued_credits(*owner) == 1);
+  step = 2;
+  worker.join();
+}
+
+TEST_CASE("a release after its owner thread exited queues nothing", "[scope][threads]") {
+  std::vector<std::unique_ptr<arena_resource>> arenas;
+  arenastat::detail::thread_state* owner = nullptr;
+  std::thread([&] {
+    scope s{"test/scope/queue/exited"};
+    for (int i = 0; i < 100; ++i) {
+      arenas.push_back(std::make_unique<arena_resource>("node", chunks_of(1024)));
+      (void)arenas.back()->allocate(10, 8);
+    }
+    owner = arenastat::detail::tls_scopes.state;
+  }).join();
+  REQUIRE(owner != nullptr);
+  arenas.clear();  // 100 chunks stamped by a thread that is gone
+  CHECK(queued_credits(*owner) == 0);
+  CHECK_FALSE(owner->has_pending.load());
+}
+
+TEST_CASE("a run in a fork's child is recorded with the child's thread id", "[scope]") {
+  { scope s{"test/scope/fork/parent"}; }  // this thread has its record before the fork
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    { scope s{"test/scope/fork/child"}; }
+    const arenastat::entry e = test::find_entry("test/scope/fork/child", entry_kind::scope);
+    const std::uint64_t ids[2] = {e.thread, static_cast<std::uint64_t>(::syscall(SYS_gettid))};
+    const bool sent = ::write(fds[1], ids, sizeof ids) == static_cast<ssize_t>(sizeof ids);
+    ::_exit(sent ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::uint64_t ids[2] = {0, 0};
+  const ssize_t got = ::read(fds[0], ids, sizeof ids);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(got == static_cast<ssize_t>(sizeof ids));
+  CHECK(ids[1] == static_cast<std::uint64_t>(pid));  // the child's only thread has the child's pid
+  CHECK(ids[0] == ids[1]);
+  CHECK(ids[0] != static_cast<std::uint64_t>(::syscall(SYS_gettid)));
 }
 
 TEST_CASE("repeated runs are counted; the table keeps last and largest peaks", "[scope]") {

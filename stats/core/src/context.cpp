@@ -1,4 +1,5 @@
 // Thread records for scopes and chunk stamps.
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ struct state_holder {
   ~state_holder() {
     if (!state) return;
     tls_scopes.state = nullptr;
+    state->bottom_scope_id.store(thread_state::no_scope, std::memory_order_relaxed);  // later credits are dropped
     take_pending(*state);  // credits for this thread's scopes no longer matter
     free_list& f = states();
     std::lock_guard lock(f.mutex);
@@ -31,6 +33,13 @@ struct state_holder {
   }
 };
 thread_local state_holder holder;
+
+// A fork's child is one thread, the one that called fork: its record (if it
+// has one) names that thread by the child's id, not the parent's.
+void refresh_thread_id_in_child() noexcept {
+  if (thread_state* s = tls_scopes.state) s->os_tid = os_thread_id();
+}
+[[maybe_unused]] const int fork_handler_registered = ::pthread_atfork(nullptr, nullptr, &refresh_thread_id_in_child);
 
 }  // namespace
 
@@ -57,6 +66,11 @@ thread_state& acquire_thread_state() {
 }
 
 void post_credit(thread_state& owner, const pending_credit& credit) noexcept {
+  // Every scope it was for has ended (or the owner has exited): nothing to
+  // credit, and nothing kept for an owner that may never look again. A stale
+  // read errs on the side of queueing: the bottom id only grows past a
+  // credit's scopes once they have all ended.
+  if (owner.bottom_scope_id.load(std::memory_order_relaxed) > credit.scope_id) return;
   std::lock_guard lock(owner.pending_mutex);
   try {
     owner.pending.push_back(credit);

@@ -370,6 +370,7 @@ scope::scope(std::string_view name, scope_options options) : limit_(options.limi
     tsc_clock_ = false;
     start_ = detail::steady_ns();
   }
+  if (t.depth == 0) st.bottom_scope_id.store(id_, std::memory_order_relaxed);  // post_credit reads it
   t.frames[t.depth++] = this;
   t.visible = t.depth - t.base;
 }
@@ -398,7 +399,10 @@ scope::~scope() {
     if (static_cast<std::uint32_t>(me - t.frames) < t.base) --t.base;  // it was hidden
     std::copy(me + 1, top, me);
     --t.depth;
+    if (me == t.frames && t.depth > 0 && t.state)
+      t.state->bottom_scope_id.store(scope_access::id(*t.frames[0]), std::memory_order_relaxed);
   }
+  if (t.depth == 0 && t.state) t.state->bottom_scope_id.store(detail::thread_state::no_scope, std::memory_order_relaxed);
   t.visible = t.depth - t.base;
 
   scope_access::catch_up_with_reset(*this);

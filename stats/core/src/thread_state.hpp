@@ -27,7 +27,14 @@ struct pending_credit {
 // pointer stays valid forever. Scope ids keep increasing across owners.
 struct thread_state {
   std::uint64_t next_scope_id = 1;  // owner only
-  std::uint64_t os_tid = 0;         // owner only
+  std::uint64_t os_tid = 0;         // owner only (set again in a fork's child)
+  // Written by the owner, read by threads posting credits: the id of the
+  // bottom scope of the owner's stack, no_scope when the stack is empty or
+  // the record has no owner. Ids grow, so once it is above a credit's last
+  // id every scope the credit was for has ended, now and forever: the credit
+  // is dropped instead of queued (post_credit).
+  static constexpr std::uint64_t no_scope = UINT64_MAX;
+  std::atomic<std::uint64_t> bottom_scope_id{no_scope};
   std::atomic<bool> has_pending{false};
   std::mutex pending_mutex;
   std::vector<pending_credit> pending;  // guarded by pending_mutex
