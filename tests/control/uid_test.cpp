@@ -214,3 +214,40 @@ TEST_CASE("another user's process whose environment cannot be read is not said t
                      t.pid_text() + ".sock', and its environment, which would say why, cannot be read: run "
                      "arenastat as uid 0 (the owner of process " + t.pid_text() + ") or as root\n");
 }
+
+TEST_CASE("a setuid program ignores the ARENASTAT_ variables of the user who starts it", "[control][uid]") {
+  if (!can_act_as_nobody()) return;
+  nobody_area area;
+  // The target copied as a setuid-root program: run by 'nobody' it is in
+  // glibc's secure mode (real uid nobody, effective uid root).
+  const std::string program = area.program(target_path);
+  REQUIRE(::chown(program.c_str(), 0, 0) == 0);
+  REQUIRE(::chmod(program.c_str(), 04755) == 0);
+  const std::string out_dir = area.root.file("root-only");
+  REQUIRE(::mkdir(out_dir.c_str(), 0700) == 0);
+  // What 'nobody' asks for: an at-exit report written where only root may write.
+  const auto env_writing = [&](const std::string& file) {
+    return env_map{{"ARENASTAT_AT_EXIT", "1"}, {"ARENASTAT_AT_EXIT_FILE", file}, {"ARENASTAT_CONTROL", "0"}};
+  };
+  const std::string asked = out_dir + "/by-nobody.txt";
+  spawned p = spawn(setpriv, as_nobody(program, {}), env_writing(asked));
+  ::close(p.in);  // end of input: the target returns from main
+  const std::string err = read_all(p.err, 5s);
+  CHECK(wait_exit(p.pid) == 0);
+  ::close(p.out);
+  ::close(p.err);
+  INFO("stderr: " << err);
+  struct stat st {};
+  CHECK(::lstat(asked.c_str(), &st) == -1);  // ignored: no file
+  CHECK(errno == ENOENT);
+  CHECK(err.empty());
+  // The same program run by root, whose variables it may follow, writes it.
+  const std::string by_root = out_dir + "/by-root.txt";
+  spawned q = spawn(program, {}, env_writing(by_root));
+  ::close(q.in);
+  CHECK(wait_exit(q.pid) == 0);
+  ::close(q.out);
+  ::close(q.err);
+  REQUIRE(::lstat(by_root.c_str(), &st) == 0);
+  CHECK(st.st_size > 0);
+}

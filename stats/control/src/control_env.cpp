@@ -14,13 +14,14 @@
 #include "arenastat/prometheus.hpp"
 #include "autostart.hpp"
 #include "control_internal.hpp"
+#include "env.hpp"
 #include "quoted.hpp"
 
 namespace arenastat::detail {
 namespace {
 
 std::string_view env(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = detail::env_value(name);
   return v == nullptr ? std::string_view{} : std::string_view{v};
 }
 

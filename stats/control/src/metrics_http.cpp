@@ -35,6 +35,7 @@
 
 #include "arenastat/prometheus.hpp"
 #include "autostart.hpp"
+#include "env.hpp"
 #include "quoted.hpp"
 #include "sys.hpp"
 
@@ -333,13 +334,13 @@ namespace arenastat::detail {
 
 void start_metrics_from_env() noexcept {
   try {
-    const char* depth_env = std::getenv("ARENASTAT_METRICS_DEPTH");
+    const char* depth_env = detail::env_value("ARENASTAT_METRICS_DEPTH");
     const unsigned depth = metrics_depth_from_env();
     if (depth_env != nullptr && *depth_env != '\0' && !parse_metrics_depth(depth_env)) {
       warn("arenastat: ignoring ARENASTAT_METRICS_DEPTH=" + quoted(depth_env) +
            ": expected a whole number from 1 to " + std::to_string(max_metrics_depth) + "; using 1\n");
     }
-    const char* value = std::getenv("ARENASTAT_METRICS");
+    const char* value = detail::env_value("ARENASTAT_METRICS");
     if (value == nullptr || *value == '\0' || std::string_view(value) == "0") return;
     try {
       metrics_http::start(value, depth);

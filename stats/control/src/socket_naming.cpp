@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "env.hpp"
+
 namespace arenastat::naming {
 namespace {
 
@@ -56,7 +58,7 @@ std::string without_trailing_slashes(std::string dir) {
 }
 
 std::string socket_dir(uid_t uid) {
-  const char* env = std::getenv("ARENASTAT_SOCKET_DIR");
+  const char* env = detail::env_value("ARENASTAT_SOCKET_DIR");
   if (env != nullptr && *env != '\0') return without_trailing_slashes(env);
   return default_socket_dir(uid);
 }
@@ -81,7 +83,7 @@ std::string socket_dir_problem(std::string_view dir) {
 }
 
 std::string socket_dir_origin() {
-  const char* env = std::getenv("ARENASTAT_SOCKET_DIR");
+  const char* env = detail::env_value("ARENASTAT_SOCKET_DIR");
   return env != nullptr && *env != '\0' ? " (ARENASTAT_SOCKET_DIR)" : "";
 }
 

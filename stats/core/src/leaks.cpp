@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "arenastat/scope.hpp"
+#include "env.hpp"
 #include "leaks_internal.hpp"
 #include "quoted.hpp"
 #include "text_escape.hpp"
@@ -39,7 +40,7 @@ std::atomic<pid_t> mode_pid{0};          // the process that read ARENASTAT_LEAK
 std::atomic<bool> exit_checked{false};   // the at-exit check ran: every later check is silent
 
 leak_mode read_mode() noexcept {
-  const char* v = std::getenv("ARENASTAT_LEAKS");
+  const char* v = detail::env_value("ARENASTAT_LEAKS");
   if (!v || !*v || std::strcmp(v, "off") == 0) return leak_mode::off;
   if (std::strcmp(v, "warn") == 0) return leak_mode::warn;
   if (std::strcmp(v, "abort") == 0) return leak_mode::abort;

@@ -15,6 +15,7 @@
 
 #include "arenastat/detail/short_mutex.hpp"
 
+#include "env.hpp"
 #include "quoted.hpp"
 #include "short_bytes.hpp"
 #include "sys.hpp"
@@ -107,7 +108,7 @@ constexpr std::string_view other_row = "(other)";
 }  // namespace
 
 std::size_t table_max_from_env() noexcept {
-  const char* v = std::getenv("ARENASTAT_TABLE_MAX");
+  const char* v = detail::env_value("ARENASTAT_TABLE_MAX");
   if (v == nullptr || *v == '\0') return default_table_max;
   std::size_t n = 0;
   bool ok = true;

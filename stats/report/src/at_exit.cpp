@@ -26,6 +26,7 @@
 #include "arenastat/report.hpp"
 #include "arenastat/table.hpp"
 #include "at_exit_env.hpp"
+#include "env.hpp"
 #include "leaks_internal.hpp"
 #include "leaks_section.hpp"
 #include "quoted.hpp"
@@ -218,7 +219,7 @@ void register_handler() {
 // ARENASTAT_AT_EXIT): the file was meant for the report asked for (a .prom
 // file for --prometheus), so the default report goes to stderr instead.
 void arm(const report_options& options, bool use_file = true) {
-  const char* file = use_file ? std::getenv("ARENASTAT_AT_EXIT_FILE") : nullptr;
+  const char* file = use_file ? detail::env_value("ARENASTAT_AT_EXIT_FILE") : nullptr;
   at_exit_state& st = state();
   std::lock_guard lock(st.mu);
   st.armed = true;
@@ -250,7 +251,7 @@ void start_at_exit_from_env() noexcept {
   (void)leak_checking();  // reads ARENASTAT_LEAKS now (a bad value warns at start-up)
   try {
     register_handler();
-    const char* value = std::getenv("ARENASTAT_AT_EXIT");
+    const char* value = detail::env_value("ARENASTAT_AT_EXIT");
     if (!value || !*value || std::strcmp(value, "0") == 0) return;
     report_options options;  // "1": the defaults
     bool asked_for = true;
@@ -258,7 +259,7 @@ void start_at_exit_from_env() noexcept {
       try {
         options = parse_report_options(value);
       } catch (const std::invalid_argument& e) {
-        const char* file = std::getenv("ARENASTAT_AT_EXIT_FILE");
+        const char* file = detail::env_value("ARENASTAT_AT_EXIT_FILE");
         write_all(2, "arenastat: ignoring ARENASTAT_AT_EXIT=" + detail::quoted(value) + " (" +
                          detail::bounded(without_prefix(e.what())) + "); the default report will be printed at exit" +
                          (file && *file ? " to stderr (ARENASTAT_AT_EXIT_FILE " + detail::quoted(file) +

@@ -22,6 +22,7 @@
 
 #include "arenastat/report.hpp"
 #include "chunk_stream.hpp"
+#include "env.hpp"
 #include "quoted.hpp"
 #include "sys.hpp"
 #include "text_escape.hpp"
@@ -184,7 +185,7 @@ dump_sort parse_dump_sort(std::string_view text) {
 }
 
 dump_sort dump_sort_from_env() noexcept {
-  const char* v = std::getenv("ARENASTAT_DUMP_SORT");
+  const char* v = detail::env_value("ARENASTAT_DUMP_SORT");
   if (v == nullptr || *v == '\0') return dump_sort::size;
   try {
     return parse_dump_sort(v);
@@ -223,7 +224,7 @@ std::string write_dump(std::string_view path, std::optional<dump_sort> sort) {
     write_dump_file(create_file(target, shown, /*exclusive=*/false), shown, copy, order, header);
     return target;
   }
-  const char* dir_env = std::getenv("ARENASTAT_DUMP_DIR");
+  const char* dir_env = detail::env_value("ARENASTAT_DUMP_DIR");
   const bool from_env = dir_env != nullptr && *dir_env != '\0';
   const std::string dir = from_env ? std::string(dir_env) : std::string(".");
   const auto shown_path = [&](const std::string& file) {

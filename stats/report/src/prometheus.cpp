@@ -19,6 +19,7 @@
 #include <optional>
 #include <system_error>
 
+#include "env.hpp"
 #include "report_internal.hpp"
 #include "sys.hpp"
 #include "quoted.hpp"
@@ -159,7 +160,7 @@ std::optional<unsigned> parse_metrics_depth(std::string_view text) noexcept {
 }
 
 unsigned metrics_depth_from_env() noexcept {
-  const char* v = std::getenv("ARENASTAT_METRICS_DEPTH");
+  const char* v = detail::env_value("ARENASTAT_METRICS_DEPTH");
   if (v == nullptr || *v == '\0') return 1;
   return parse_metrics_depth(v).value_or(1);
 }
@@ -748,7 +749,7 @@ std::optional<bool> parse_dump_format(std::string_view value) noexcept {
 }
 
 bool prometheus_dump_from_env() noexcept {
-  const char* v = std::getenv("ARENASTAT_DUMP_FORMAT");
+  const char* v = detail::env_value("ARENASTAT_DUMP_FORMAT");
   return parse_dump_format(v == nullptr ? std::string_view{} : std::string_view(v)).value_or(false);
 }
 
@@ -758,7 +759,7 @@ std::string write_metrics_file(std::string_view path) {
     target = detail::absolute_path(std::string(path), "metrics");
     shown = detail::quoted(target);
   } else {
-    const char* dir_env = std::getenv("ARENASTAT_DUMP_DIR");
+    const char* dir_env = detail::env_value("ARENASTAT_DUMP_DIR");
     const bool from_env = dir_env != nullptr && *dir_env != '\0';
     const std::string dir = from_env ? std::string(dir_env) : std::string(".");
     target = detail::absolute_path(dir, "metrics") + "/arenastat." + std::to_string(::getpid()) + ".prom";
