@@ -323,7 +323,8 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
     s.limit = -1;
     throw allocation_limit_reached(s.header() + ": allocation limit reached (allocation #" +
                                    std::to_string(s.next_serial) + " of " + plural(static_cast<std::int64_t>(bytes), "byte", "bytes") +
-                                   " refused)");
+                                   " refused)",
+                                   this);
   }
   const bool scopes = s.options.charge_scopes && scopes_charged();
   if (scopes) check_scope_limits(bytes);  // a request that cannot fit is never made

@@ -551,6 +551,50 @@ TEST_CASE("exception_test: nested on two resources fails each allocation of both
   CHECK(inner_runs == std::vector<std::int64_t>{2, 2});  // runs 1 and 2 of the outer test reach the inner one
 }
 
+// Takes a block of `leaked_on` and then a second one; when the second is
+// refused the first is left behind. One allocation of `other` first.
+static void leaks_on_its_second_refusal(arenastat::test_resource& leaked_on, arenastat::test_resource& other) {
+  other.deallocate(other.allocate(8), 8);
+  void* x = leaked_on.allocate(8);
+  void* y = leaked_on.allocate(8);  // refused: x is lost
+  leaked_on.deallocate(y, 8);
+  leaked_on.deallocate(x, 8);
+}
+
+TEST_CASE("exception_test: a refusal by the outer resource's limit reaches the outer test through an inner one",
+          "[exception_test]") {
+  arenastat::test_resource r1{"testing/nested-leak-1", {.quiet = true}}, r2{"testing/nested-leak-2", {.quiet = true}};
+  // Outer on r1, inner on r2. Outer limit 0: r1's first allocation is refused
+  // (nothing held, a clean run); limit 1: its second, leaving block #1 (8
+  // bytes, the outer run's first serial) behind. The inner test must not
+  // take r1's refusal for one of r2's.
+  const std::string expected =
+      "arenastat::exception_test: test_resource 'testing/nested-leak-1': after the exception at allocation 2 of the run "
+      "(limit 1), 1 block (8 bytes) in use, 0 blocks (0 bytes) before the run; left by the run: #1 (8 bytes)";
+  CHECK_THROWS_WITH(arenastat::exception_test(r1, [&] { arenastat::exception_test(r2, [&] { leaks_on_its_second_refusal(r1, r2); }); }),
+                    expected);
+  CHECK(r2.allocation_limit() == -1);  // the inner test left no limit behind
+  CHECK(r1.blocks_in_use() == 1);
+}
+
+TEST_CASE("exception_test: the inner test on the leaking resource reports the same leak", "[exception_test]") {
+  arenastat::test_resource r1{"testing/nested-leak-3", {.quiet = true}}, r2{"testing/nested-leak-4", {.quiet = true}};
+  // Outer on r2, inner on r1: the inner test finds it (r1's serials start at
+  // 1 in its first run; the leak is at its limit 1, the run's second allocation).
+  const std::string expected =
+      "arenastat::exception_test: test_resource 'testing/nested-leak-3': after the exception at allocation 2 of the run "
+      "(limit 1), 1 block (8 bytes) in use, 0 blocks (0 bytes) before the run; left by the run: #1 (8 bytes)";
+  CHECK_THROWS_WITH(arenastat::exception_test(r2, [&] { arenastat::exception_test(r1, [&] { leaks_on_its_second_refusal(r1, r2); }); }),
+                    expected);
+}
+
+TEST_CASE("exception_test: a refusal made by other code (no source) ends the test", "[exception_test]") {
+  arenastat::test_resource r{"testing/foreign-refusal"};
+  CHECK_THROWS_AS(arenastat::exception_test(r, [] { throw arenastat::allocation_limit_reached("elsewhere"); }),
+                  arenastat::allocation_limit_reached);
+  CHECK(r.allocation_limit() == -1);
+}
+
 TEST_CASE("test_resource: zero-byte blocks without guards each get an address, even from an arena", "[test_resource]") {
   arenastat::arena_resource arena{"testing/zero-arena", std::pmr::new_delete_resource()};
   arenastat::test_resource r{"testing/zero", {.guard_bytes = 0}, &arena};

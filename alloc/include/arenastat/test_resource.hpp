@@ -43,14 +43,21 @@ class test_resource_error : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+class test_resource;
+
 // Thrown by the allocation the limit refuses (set_allocation_limit).
+// source() is the test_resource whose limit refused it (null when made by
+// other code): an exception_test handles only its own resource's refusals.
 class allocation_limit_reached : public std::bad_alloc {
  public:
-  explicit allocation_limit_reached(std::string message) : message_(std::move(message)) {}
+  explicit allocation_limit_reached(std::string message, const test_resource* source = nullptr)
+      : message_(std::move(message)), source_(source) {}
   const char* what() const noexcept override { return message_.c_str(); }
+  const test_resource* source() const noexcept { return source_; }
 
  private:
   std::string message_;
+  const test_resource* source_;
 };
 
 struct test_resource_options {
@@ -176,7 +183,9 @@ class exception_test_mark {
 // run: as many blocks and bytes, and none of the blocks the run allocated
 // (else throws exception_test_failure naming the blocks left). A run that
 // caught the refusal itself and returned is followed by the next limit too.
-// Any other exception ends the test and propagates. Returns the number of
+// Any other exception ends the test and propagates, a refusal by another
+// test_resource's limit included (an exception_test nested on another
+// resource lets the outer one's refusals through to it). Returns the number of
 // runs in which an allocation was refused (the allocations f makes). Objects
 // f changes must be made inside f: what outlives a run counts as held.
 // `r` must have no allocation limit when it is called (exception_test sets
@@ -193,8 +202,9 @@ std::int64_t exception_test(test_resource& r, F&& f) {
     r.set_allocation_limit(limit);
     try {
       f();
-    } catch (const allocation_limit_reached&) {
+    } catch (const allocation_limit_reached& e) {
       r.set_allocation_limit(-1);
+      if (e.source() != &r) throw;  // another resource's refusal: its own exception_test handles it
       detail::check_exception_run(r, limit, blocks, bytes, first);
       continue;
     } catch (...) {
