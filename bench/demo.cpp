@@ -142,8 +142,8 @@ void compile(int method, std::mt19937& rng, symbol_table& symbols) {
     for (int i = 0; i < 64; ++i) symbols.intern(name + "$local" + std::to_string(rng() % 4096));
   } catch (const arenastat::limit_exceeded& e) {
     // Expected: one method is too large for its 4 MiB limit, on purpose.
-    std::fprintf(stderr, "demo: compilation bailed out: %s (expected: the demo's limit at work; the report shows "
-                 "the run as oom)\n", e.what());
+    std::fprintf(stderr, "demo: compilation bailed out: %s (expected: the demo's limit at work; the report counts "
+                 "the run in its result column: (1 oom))\n", e.what());
   }
 }
 

@@ -54,6 +54,7 @@ arena_resource::arena_resource(std::string_view tag, const arena_options& option
   if (!options.account.empty()) {
     account_ = &account::get(options.account);
     account_->attach_resource();
+    account_->use_tag(tag_);  // its tag's series from the start, as tracking_resource's (metrics.md)
   }
   policy_.account = {};  // the view may dangle; the account pointer is what we keep
 }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "arenastat/arena_resource.hpp"
 #include "arenastat/prometheus.hpp"
 #include "arenastat/scope.hpp"
 #include "arenastat/tracking_resource.hpp"
@@ -756,6 +757,18 @@ TEST_CASE("prometheus: folding moves a name's runs to its overflow row's group (
   CHECK(sum_of(f2, "arenastat_scope_runs_total") == sum_of(d2, "arenastat_scope_runs_total"));
   CHECK(value_of(f1, "arenastat_table_folded_entries_total") ==
         value_of(d1, "arenastat_table_folded_entries_total") + 5);
+}
+
+TEST_CASE("prometheus: an arena's tag has its account series from the arena's creation, at 0", "[prometheus]") {
+  arenastat::arena_resource arena("prom_arena_tag", arenastat::arena_options{.initial_chunk = 4096, .account = "test/prom/arena-tag"});
+  const std::string created = metrics(metrics_options{});
+  CHECK_THAT(created, Contains("\narenastat_account_tag_live_bytes{account=\"test/prom/arena-tag\",tag=\"prom_arena_tag\"} 0\n"));
+  (void)arena.allocate(10, 8);  // the first chunk: 4096 bytes
+  CHECK_THAT(metrics(metrics_options{}),
+             Contains("\narenastat_account_tag_live_bytes{account=\"test/prom/arena-tag\",tag=\"prom_arena_tag\"} 4096\n"));
+  arena.release();
+  CHECK_THAT(metrics(metrics_options{}),
+             Contains("\narenastat_account_tag_live_bytes{account=\"test/prom/arena-tag\",tag=\"prom_arena_tag\"} 0\n"));
 }
 
 TEST_CASE("prometheus: an account's tag keeps its series, at 0, once its bytes are freed", "[prometheus]") {
