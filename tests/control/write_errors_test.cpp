@@ -50,6 +50,35 @@ TEST_CASE("a dump to a FIFO is refused at once, with or without a reader, and th
   CHECK(info.out.rfind("pid " + t.pid_text() + "\n", 0) == 0);
 }
 
+TEST_CASE("a dump to a terminal nobody reads fails within a second, and the server goes on answering",
+          "[control][write_errors][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  t.command("entries 5000");  // a dump of about 5000 lines: more than a terminal buffers
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);  // never read
+  REQUIRE(master >= 0);
+  REQUIRE(::grantpt(master) == 0);
+  REQUIRE(::unlockpt(master) == 0);
+  const std::string terminal = ::ptsname(master);
+  const env_map env{{"ARENASTAT_SOCKET_DIR", sockets.path()}};
+  const auto start = std::chrono::steady_clock::now();
+  const cli_result r = run_cli({"--timeout=8000", t.pid_text(), "dump", terminal}, env);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(r.status == 1);
+  CHECK(r.err == "arenastat: " + t.pid_text() + ": dump: cannot write '" + terminal +
+                     "': it took no more for 1000 ms (a device such as a terminal nobody reads; a dump does not wait "
+                     "for a reader): Resource temporarily unavailable\n");
+  CHECK(seconds < 5);  // 1 s of waiting, not the CLI's 8 s time-out
+  for (int i = 0; i < 3; ++i) {  // again and again: nothing is left holding the server
+    const cli_result again = run_cli({"--timeout=8000", t.pid_text(), "dump", terminal}, env);
+    CHECK(again.status == 1);
+  }
+  const cli_result info = run_cli({"--timeout=3000", t.pid_text(), "info"}, env);
+  CHECK(info.status == 0);
+  CHECK(info.out.rfind("pid " + t.pid_text() + "\n", 0) == 0);
+  ::close(master);
+}
+
 TEST_CASE("an at-exit report to a FIFO with no reader goes to stderr at once", "[control][write_errors][threads]") {
   temp_dir sockets;
   const std::string fifo = sockets.path() + "/fifo";

@@ -5,7 +5,9 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <system_error>
 
 namespace arenastat::detail {
@@ -53,17 +55,20 @@ void warn(std::string_view text) noexcept {
 
 std::string error_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
-int write_all(int fd, std::string_view text) noexcept {
+namespace {
+
+// Writes all of `text`; when a non-blocking `fd` is full, waits for room as
+// long as wait_ms() says (0: not at all). write_all and write_all_until.
+template <class WaitMs>
+int write_loop(int fd, std::string_view text, WaitMs wait_ms) noexcept {
   std::size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      // A non-blocking descriptor (a stderr shared with a program that set
-      // O_NONBLOCK): wait until it takes more, at most write_stall_ms.
       pollfd p{fd, POLLOUT, 0};
       int ready;
-      do ready = ::poll(&p, 1, write_stall_ms);
+      do ready = ::poll(&p, 1, wait_ms());
       while (ready < 0 && errno == EINTR);
       if (ready > 0) continue;
       return ready == 0 ? EAGAIN : errno;
@@ -72,6 +77,21 @@ int write_all(int fd, std::string_view text) noexcept {
     done += static_cast<std::size_t>(n);
   }
   return 0;
+}
+
+}  // namespace
+
+int write_all(int fd, std::string_view text) noexcept {
+  // A non-blocking descriptor (a stderr shared with a program that set
+  // O_NONBLOCK): wait until it takes more, at most write_stall_ms each time.
+  return write_loop(fd, text, [] { return write_stall_ms; });
+}
+
+int write_all_until(int fd, std::string_view text, std::chrono::steady_clock::time_point deadline) noexcept {
+  return write_loop(fd, text, [deadline] {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    return static_cast<int>(std::clamp<std::chrono::milliseconds::rep>(left.count(), 0, 3'600'000));
+  });
 }
 
 std::string absolute_path(std::string path, std::string_view who) {

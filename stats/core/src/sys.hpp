@@ -1,6 +1,7 @@
 // Small system helpers shared by the reports (dumps) and the control layer
 // (server, commands, start-up). Not installed.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
@@ -31,6 +32,11 @@ std::string error_text(int err);
 // a full descriptor took nothing for write_stall_ms). Never throws.
 inline constexpr int write_stall_ms = 10'000;
 int write_all(int fd, std::string_view text) noexcept;
+
+// As write_all, but a full non-blocking `fd` is waited for only until
+// `deadline`, in all: EAGAIN after it. For writers that must not be held by a
+// reader (a dump into a terminal nobody reads, on the control server's thread).
+int write_all_until(int fd, std::string_view text, std::chrono::steady_clock::time_point deadline) noexcept;
 
 // `path` made absolute against the working directory ("" and "." are the
 // directory itself; a leading "./" is dropped). Throws std::system_error,

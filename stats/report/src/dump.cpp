@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -130,6 +131,8 @@ class refused_path : public std::system_error {
 // A FIFO (or socket) is refused: the dump is written on the control server's
 // thread or the dump-signal thread, which must never wait for a reader (none
 // yet: the open fails with ENXIO; one that stops reading: the write would).
+// A device (a terminal) stays non-blocking: write_dump_file waits for it at
+// most device_wait in all.
 int create_file(const std::string& path, const std::string& shown, bool exclusive) {
   const files::write_open opened =
       files::open_to_write(path, O_WRONLY | O_CREAT | O_NONBLOCK | (exclusive ? O_EXCL : O_TRUNC), 0644);
@@ -138,6 +141,9 @@ int create_file(const std::string& path, const std::string& shown, bool exclusiv
                                  ": it is a FIFO or socket, and a dump never waits for a reader; give a regular file");
   };
   if (opened.fd >= 0) {
+    struct stat st {};
+    const bool device = ::fstat(opened.fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode));
+    if (device) return opened.fd;
     if (const int err = files::settle_nonblocking_open(opened.fd, /*refuse_pipes=*/true); err != 0) {
       ::close(opened.fd);
       if (err == ESPIPE) throw refuse_pipe(err);
@@ -155,13 +161,20 @@ int create_file(const std::string& path, const std::string& shown, bool exclusiv
   throw std::system_error(opened.error, std::generic_category(), "dump: cannot create " + shown);
 }
 
+// How long a dump waits, in all, for a device (a terminal) to take it.
+constexpr std::chrono::milliseconds device_wait{1000};
+
 // Writes the dump of `c` into the open `fd` (closed here) a chunk at a time.
+// A regular file is written blocking; a device (left non-blocking by
+// create_file) within device_wait, so that a terminal nobody reads fails the
+// dump instead of holding its thread (the control server's) for good.
 void write_dump_file(int fd, const std::string& shown, const table_copy& c, dump_sort sort,
                      const dump_header& header) {
   int err = 0;
+  const auto deadline = std::chrono::steady_clock::now() + device_wait;
   try {
     render_dump_to(c, sort, header, [&](std::string& out) {
-      if (err == 0) err = detail::write_all(fd, out);
+      if (err == 0) err = detail::write_all_until(fd, out, deadline);
       out.clear();
     });
   } catch (...) {
@@ -170,6 +183,12 @@ void write_dump_file(int fd, const std::string& shown, const table_copy& c, dump
   }
   if (err != 0) {
     ::close(fd);
+    if (err == EAGAIN) {
+      throw std::system_error(err, std::generic_category(),
+                              "dump: cannot write " + shown + ": it took no more for " +
+                                  std::to_string(device_wait.count()) +
+                                  " ms (a device such as a terminal nobody reads; a dump does not wait for a reader)");
+    }
     throw std::system_error(err, std::generic_category(), "dump: cannot write " + shown);
   }
   if (::close(fd) != 0) throw std::system_error(errno, std::generic_category(), "dump: cannot write " + shown);
