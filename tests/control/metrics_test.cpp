@@ -174,6 +174,40 @@ TEST_CASE("metrics: silent connections do not hold a scrape past the request tim
   CHECK_THAT(answer, Contains("\n" + items_live));
 }
 
+TEST_CASE("metrics: a request with a body is refused at once, so a body sent slowly holds no worker",
+          "[control][metrics][threads]") {
+  temp_dir sockets;
+  target t(sockets.path(), {{"ARENASTAT_METRICS", "127.0.0.1:0"}});
+  const int port = metrics_port_of(t, sockets);
+  REQUIRE(port > 0);
+  // Two requests announcing a large body, of which they send one byte: each
+  // is answered 413 and closed without its body being waited for.
+  std::vector<int> senders;
+  for (const char* request : {"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\na",
+                              "POST /other HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na"}) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0);
+    send_all(fd, request);
+    senders.push_back(fd);
+  }
+  for (const int fd : senders) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string answer = read_all(fd, 10s);  // to the server's close
+    CHECK(std::chrono::steady_clock::now() - start < 1500ms);  // not the 2 s time-out of a read, nor more
+    CHECK_THAT(answer, StartsWith("HTTP/1.1 413 "));
+    CHECK_THAT(answer, Contains("arenastat serves GET /metrics, which takes no request body\n"));
+    ::close(fd);
+  }
+  // The workers are free: a scrape is answered.
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THAT(get(port, "/metrics"), StartsWith("HTTP/1.1 200 OK\r\n"));
+  CHECK(std::chrono::steady_clock::now() - start < 1500ms);
+}
+
 TEST_CASE("metrics: the endpoint serves /metrics only", "[control][metrics][threads]") {
   temp_dir sockets;
   target t(sockets.path(), {{"ARENASTAT_METRICS", "127.0.0.1:0"}});

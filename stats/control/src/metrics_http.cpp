@@ -89,6 +89,15 @@ void send_text(mg_connection* c, int status, std::string_view reason, std::strin
 
 int on_request(mg_connection* c) {
   const mg_request_info* ri = mg_get_request_info(c);
+  // A request with a body, on any path: civetweb reads (and drops) the body
+  // after a handled request, each read waiting up to request_timeout_ms, so a
+  // body sent a byte at a time would hold a worker as long as its sender
+  // likes. Nothing here takes a body: refused with civetweb's error reply,
+  // which closes the connection without reading it (must_close).
+  if ((ri != nullptr && ri->content_length > 0) || mg_get_header(c, "Transfer-Encoding") != nullptr) {
+    mg_send_http_error(c, 413, "%s", "arenastat serves GET /metrics, which takes no request body\n");
+    return 413;
+  }
   const std::string_view uri = ri != nullptr && ri->local_uri != nullptr ? ri->local_uri : "";
   const std::string_view method = ri != nullptr && ri->request_method != nullptr ? ri->request_method : "";
   if (uri != "/metrics") {
