@@ -314,6 +314,29 @@ TEST_CASE("html -o and dump PATH refuse another user's file in a sticky director
   CHECK(contents(mine).rfind("<!DOCTYPE html>", 0) == 0);
 }
 
+TEST_CASE("html -o and dump PATH refuse a file with several hard links in a sticky directory, untouched",
+          "[control][trust][html][dump][threads]") {
+  // Another user may hard-link a file of the writer's (root's /etc/shadow,
+  // where fs.protected_hardlinks is off) into /tmp under the name the writer
+  // will use: writing there would replace that file's contents. Here the
+  // writer's own file, linked by the writer: the count of names is the sign.
+  const sticky_shared dir;
+  temp_dir elsewhere;
+  const std::string precious = elsewhere.file("precious");
+  { std::ofstream(precious) << "PRECIOUS\n"; }
+  const std::string linked = dir.shared.file("report.html");
+  REQUIRE(::link(precious.c_str(), linked.c_str()) == 0);
+  dir.check_both_refuse(linked, "it is a file with 2 hard links in a sticky directory others may write to (another "
+                                "user may have linked a file from elsewhere under this name), and only files with "
+                                "one name are written there");
+  CHECK(contents(precious) == "PRECIOUS\n");
+  // Outside a sticky directory the same file is the writer's to write.
+  const std::string plain = elsewhere.file("also");
+  REQUIRE(::link(precious.c_str(), plain.c_str()) == 0);
+  CHECK(run_cli({dir.t.pid_text(), "html", "-o", plain}, dir.env).status == 0);
+  CHECK(contents(precious).rfind("<!DOCTYPE html>", 0) == 0);
+}
+
 // sudo arenastat <pid> html -o /dev/stdout | less: the pipe was made by the
 // user who ran sudo, and root's CLI writes the page into it, as into stdout.
 TEST_CASE("html -o /dev/stdout writes into a pipe another user made", "[control][trust][html][uid][threads]") {

@@ -192,6 +192,11 @@ class walk {
       ::close(fd);
       return {.fd = -1, .error = EACCES, .refused_link_owner = file.st_uid, .refused_link = {}, .refused_file = true};
     }
+    if (S_ISREG(file.st_mode) && shared_sticky && file.st_nlink > 1) {
+      ::close(fd);
+      return {.fd = -1, .error = EACCES, .refused_link_owner = file.st_uid, .refused_link = {}, .refused_file = true,
+              .refused_hard_links = file.st_nlink};
+    }
     if ((flags_ & O_TRUNC) != 0 && S_ISREG(file.st_mode) && ::ftruncate(fd, 0) != 0) {
       const int err = errno;
       ::close(fd);
@@ -271,6 +276,10 @@ bool names_fifo(const std::string& path) noexcept {
 
 std::string refused_link_reason(const write_open& opened) {
   const std::string owner = std::to_string(opened.refused_link_owner.value_or(0));
+  if (opened.refused_hard_links > 1)
+    return "it is a file with " + std::to_string(opened.refused_hard_links) +
+           " hard links in a sticky directory others may write to (another user may have linked a file from "
+           "elsewhere under this name), and only files with one name are written there";
   if (opened.refused_file)
     return "it is a file of uid " + owner + " in a sticky directory others may write to, and only files of the "
            "user writing (uid " + std::to_string(::geteuid()) + ") or of the directory's owner are written there";

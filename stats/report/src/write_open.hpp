@@ -35,6 +35,12 @@ struct write_open {
   // owner could read what is written (a root process's report) or have
   // planted it for that. Nothing was truncated.
   bool refused_file = false;
+  // The file itself was refused for its hard links: an existing regular file
+  // with this many names (more than 1) in a sticky directory others may write
+  // to. Another user may have linked a file of the user writing (root's
+  // /etc/shadow, with fs.protected_hardlinks off) there under the name asked
+  // for; writing would replace that file's contents. Nothing was truncated.
+  nlink_t refused_hard_links = 0;
 };
 
 // Opens `path` with `flags` (O_WRONLY | O_CREAT ... ; O_NOFOLLOW and
@@ -42,7 +48,8 @@ struct write_open {
 // are owned by root or geteuid() (at most 40, as the kernel). O_TRUNC
 // truncates a regular file only (a pipe or terminal is written as it is, as
 // by a shell's '>'), and only once it is known not to be another user's file
-// in a sticky directory others may write to (refused_file).
+// in a sticky directory others may write to (refused_file), nor a file with
+// several hard links there (refused_hard_links).
 write_open open_to_write(const std::string& path, int flags, mode_t mode);
 
 // The directory `path` opened with O_PATH (for the *at calls: openat,
