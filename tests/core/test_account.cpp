@@ -409,6 +409,42 @@ TEST_CASE("the peak is exact across threads taking turns", "[account][threads]")
   CHECK(r.tracked_account().live_bytes() == 0);
 }
 
+TEST_CASE("a new peak with several tags counts the bytes other threads have not published yet", "[account][threads]") {
+  // Thread A holds 20,000 bytes of tag "heap" (below the 32 KiB it may hold
+  // back unpublished); thread B then takes 30,000 of "blob", a new peak; then
+  // A frees its block. Live was 50,000 between B's allocation and A's free:
+  // the peak is that, with its breakdown, not B's 30,000 alone.
+  tracking_resource heap{"test.account.lag-tags", "heap"}, blob{"test.account.lag-tags", "blob"};
+  std::atomic<int> step{0};
+  const auto wait_for = [&](int n) {
+    while (step.load() < n) std::this_thread::yield();
+  };
+  std::thread a([&] {
+    void* p = heap.allocate(20000, 8);
+    step = 1;
+    wait_for(2);
+    heap.deallocate(p, 20000, 8);
+    step = 3;
+  });
+  std::thread b([&] {
+    wait_for(1);
+    void* q = blob.allocate(30000, 8);
+    step = 2;
+    wait_for(3);
+    blob.deallocate(q, 30000, 8);
+  });
+  a.join();
+  b.join();
+  const arenastat::account_totals t = heap.tracked_account().totals();
+  CHECK(t.peak_bytes == 50000);
+  CHECK(t.live_bytes == 0);
+  REQUIRE(t.at_peak.size() == 2);
+  std::int64_t heap_at_peak = 0, blob_at_peak = 0;
+  for (const auto& tag : t.at_peak) (tag.tag == "heap" ? heap_at_peak : blob_at_peak) = tag.bytes;
+  CHECK(heap_at_peak == 20000);
+  CHECK(blob_at_peak == 30000);
+}
+
 TEST_CASE("a refused tracking_resource creates no account and registers no tag", "[account]") {
   const std::size_t tags = arenastat::tag_count();
   const std::size_t accounts = arenastat::account_entry_count();

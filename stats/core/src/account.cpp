@@ -101,6 +101,16 @@ struct live_read {
   tag_sums by_tag{};
   std::int64_t live = 0;
 };
+
+// Brings a breakdown summing to `sum` to sum to `target` instead: the
+// difference goes to the tag whose bytes are largest in magnitude.
+void fit_breakdown(tag_sums& by_tag, std::int64_t sum, std::int64_t target) noexcept {
+  if (sum == target) return;
+  std::size_t largest = 0;
+  for (std::size_t i = 1; i < max_tags; ++i)
+    if (std::abs(by_tag[i]) > std::abs(by_tag[largest])) largest = i;
+  by_tag[largest] += target - sum;
+}
 constexpr int live_read_attempts = 8;
 
 live_read read_live(const detail::account_slot* slots) noexcept {
@@ -123,13 +133,8 @@ live_read read_live(const detail::account_slot* slots) noexcept {
     if (width < best_width) {
       best_width = width;
       const std::int64_t clamped = std::clamp(r.live, low, high);
-      if (clamped != r.live) {
-        std::size_t largest = 0;
-        for (std::size_t i = 1; i < max_tags; ++i)
-          if (std::abs(r.by_tag[i]) > std::abs(r.by_tag[largest])) largest = i;
-        r.by_tag[largest] += clamped - r.live;
-        r.live = clamped;
-      }
+      fit_breakdown(r.by_tag, r.live, clamped);
+      r.live = clamped;
       best = r;
     }
   }
@@ -340,23 +345,33 @@ void account::raise_peak(std::int64_t estimate) noexcept {
 void account::record_peak_breakdown(std::int64_t peak) noexcept {
   std::lock_guard lock(slow_->mutex);
   if (shared_.peak.load(std::memory_order_relaxed) != peak) return;  // a higher peak takes its own snapshot
-  const tag_sums sum = sum_by_tag(slow_->slots);
+  // Bytes other threads hold but have not published yet (the peak's lag) are
+  // in their slots: when the slots prove more live than the estimate, the
+  // peak is raised to that and takes its breakdown there.
+  if (raise_peak_to_live()) return;
+  // Else the tags' bytes now, fitted to the peak (a transfer between threads
+  // read on one side only makes their sum differ): a row's tags add up to it.
+  tag_sums sum = sum_by_tag(slow_->slots);
+  fit_breakdown(sum, total(sum), peak);
   std::copy(sum.begin(), sum.end(), slow_->at_peak);
   slow_->at_peak_value = peak;
 }
 
-void account::raise_peak_to_live() const noexcept {
+bool account::raise_peak_to_live() const noexcept {
   const std::int64_t floor = live_lower_bound(slow_->slots);
   std::int64_t current = shared_.peak.load(std::memory_order_relaxed);
   while (floor > current) {
     if (shared_.peak.compare_exchange_weak(current, floor, std::memory_order_seq_cst, std::memory_order_relaxed)) {
-      // The breakdown of the bytes live now (exact at rest, like the floor).
-      const tag_sums by_tag = sum_by_tag(slow_->slots);
+      // The breakdown of the bytes live now (exact at rest, like the floor),
+      // fitted to the floor as record_peak_breakdown fits it to its peak.
+      tag_sums by_tag = sum_by_tag(slow_->slots);
+      fit_breakdown(by_tag, total(by_tag), floor);
       std::copy(by_tag.begin(), by_tag.end(), slow_->at_peak);
       slow_->at_peak_value = floor;
-      return;
+      return true;
     }
   }
+  return false;
 }
 
 std::uint64_t account::peak_bytes() const noexcept {
@@ -407,7 +422,8 @@ void account::reset_peak() noexcept {
   // The live bytes of a moment during the call (live_lower_bound): never
   // above the true peak from the reset on, whatever the threads are doing.
   const std::int64_t live = std::max<std::int64_t>(live_lower_bound(slow_->slots), 0);
-  const tag_sums by_tag = sum_by_tag(slow_->slots);
+  tag_sums by_tag = sum_by_tag(slow_->slots);
+  fit_breakdown(by_tag, total(by_tag), live);
   shared_.peak.store(live, std::memory_order_relaxed);
   std::copy(by_tag.begin(), by_tag.end(), slow_->at_peak);
   slow_->at_peak_value = live;

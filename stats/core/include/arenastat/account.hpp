@@ -327,7 +327,7 @@ class account {
   // Under the slow-path mutex: raises the peak to a lower bound of the live
   // bytes at a moment during the call (exact at rest), with the breakdown of
   // the bytes live now, when that is higher. Every read of the peak does it.
-  void raise_peak_to_live() const noexcept;
+  bool raise_peak_to_live() const noexcept;  // true when it raised the peak (and took its breakdown)
 
   std::string name_;
   std::uint32_t id_;
