@@ -42,3 +42,28 @@ TEST_CASE("parse_bounded_json refuses more than max_values values, containers in
 TEST_CASE("parse_bounded_json reports a syntax error as nlohmann's parse_error", "[cli][json]") {
   CHECK_THROWS_AS(parse_bounded_json("[1,", {.max_depth = 8, .max_values = 100}), nlohmann::json::parse_error);
 }
+
+// escape_for_terminal_in_pieces (stats/control/cli/terminal_text.hpp): the
+// CLI escapes a large answer for a terminal a piece at a time.
+#include "terminal_text.hpp"
+
+TEST_CASE("an answer escaped for a terminal in pieces equals it escaped whole", "[cli][escape]") {
+  // Every kind of byte the escaper treats: ASCII, LF and TAB (kept), C0 and
+  // DEL, 2-, 3- and 4-byte UTF-8 (a bidi override among them), C1 controls,
+  // a lone continuation byte, a sequence cut short and a byte never in UTF-8.
+  const std::string kinds = "ab\n\t\x1b[2J\x7f\xc3\xa9\xe2\x82\xac\xe2\x80\xae\xf0\x9f\x98\x80\xc2\x9b\x80\xe2\x82z\xff";
+  std::string text;
+  for (int i = 0; i < 50; ++i) text += kinds.substr(static_cast<std::size_t>(i) % kinds.size()) + kinds;
+  const std::string whole = arenastat::cli::escape_for_terminal(text, true);
+  for (const std::size_t piece : {1, 2, 3, 5, 7, 64, 1000}) {
+    std::string joined;
+    std::size_t pieces = 0;
+    arenastat::cli::escape_for_terminal_in_pieces(text, true, [&](const std::string& p) {
+      joined += p;
+      ++pieces;
+    }, piece);
+    INFO("piece " << piece);
+    CHECK(joined == whole);
+    CHECK(pieces >= text.size() / (piece + 3));  // pieces of about `piece` bytes: never one copy of the whole
+  }
+}

@@ -56,11 +56,10 @@ void write_stdout(std::string_view text) {
 }
 
 void print_answer(std::string_view body) {
-  if (::isatty(STDOUT_FILENO)) {
-    write_stdout(escape_for_terminal(body, true));
-  } else {
-    write_stdout(body);
-  }
+  if (!::isatty(STDOUT_FILENO)) return write_stdout(body);
+  // A piece at a time, not one copy of up to four times the answer (a 255 MiB
+  // answer cost 1.3 GB on a terminal).
+  escape_for_terminal_in_pieces(body, true, [](const std::string& piece) { write_stdout(piece); });
 }
 
 }  // namespace arenastat::cli
@@ -644,15 +643,19 @@ std::string ask_target(long pid, const std::string& line, int timeout_ms, const 
   const int fd = connect_in(*dir, name, owner, pid, deadline, timeout_ms);
   const fd_guard guard{fd};
   check_peer(fd, dir->shown_file(name), pid, owner);
-  const std::string answer = exchange(fd, pid, line, timeout_ms, deadline, watch);
+  std::string answer = exchange(fd, pid, line, timeout_ms, deadline, watch);
 
   const std::size_t eol = answer.find('\n');
-  const std::string status = answer.substr(0, eol);
+  // A status line is short; what is kept of a long one is for messages only.
+  const std::string status = answer.substr(0, std::min(eol, arenastat::wire::max_request_bytes + 16));
   if (eol == std::string::npos) {  // rule 7: a status line ends with its LF
     throw failure{exit_refused, who + " answered '" + status.substr(0, 80) +
                                     "' without the newline that ends a status line; refusing it"};
   }
-  if (status == "ok") return answer.substr(eol + 1);
+  if (status == "ok") {
+    answer.erase(0, eol + 1);  // in place: no second copy of a large answer
+    return answer;
+  }
   if (status.starts_with("error server busy: ")) {
     throw failure{exit_busy, who + " is busy: " + status.substr(19)};
   }

@@ -3,6 +3,7 @@
 // are not UTF-8 must never reach a terminal raw (they can move the cursor,
 // rewrite earlier lines or retitle the window).
 #pragma once
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,21 @@ namespace arenastat::cli {
 // `keep_lines`, LF and TAB too.
 inline std::string escape_for_terminal(std::string_view bytes, bool keep_lines) {
   return detail::escape_text(bytes, {.backslash = false, .keep_lines = keep_lines});
+}
+
+// escape_for_terminal(bytes, keep_lines) handed to `out` a piece at a time:
+// pieces of about `piece` bytes, each cut before a byte that starts a
+// character (no UTF-8 sequence is split), so a large answer never needs a
+// copy of up to four times its size. The pieces joined equal the whole.
+template <class Out>
+void escape_for_terminal_in_pieces(std::string_view bytes, bool keep_lines, Out&& out,
+                                   std::size_t piece = std::size_t{64} << 10) {
+  while (!bytes.empty()) {
+    std::size_t n = piece < bytes.size() ? piece : bytes.size();
+    while (n < bytes.size() && (static_cast<unsigned char>(bytes[n]) & 0xc0) == 0x80) ++n;
+    out(escape_for_terminal(bytes.substr(0, n), keep_lines));
+    bytes.remove_prefix(n);
+  }
 }
 
 }  // namespace arenastat::cli
