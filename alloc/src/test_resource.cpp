@@ -99,6 +99,7 @@ struct test_resource::state {
   std::size_t quarantine_bytes = 0;
   std::int64_t blocks = 0, bytes = 0, max_blocks = 0, max_bytes = 0, total_blocks = 0, total_bytes = 0;
   std::int64_t deallocations = 0, misuses = 0;
+  std::int64_t limit_refusals = 0;  // allocations the allocation limit refused
   std::string last_misuse;  // the message of the latest misuse reported
   bool under_exception_test = false;
   std::uint64_t next_serial = 1;
@@ -128,8 +129,14 @@ struct test_resource::state {
     upstream->deallocate(static_cast<unsigned char*>(p) - b.front, total_of(b), b.alignment);
   }
   // Holds a freed block (already filled with freed_fill) in the quarantine,
-  // giving the oldest back while it holds more than its bounds.
+  // giving the oldest back while it holds more than its bounds. A block
+  // larger than the byte bound on its own is given back at once: holding it
+  // would give back every older block first, and then itself.
   void hold(void* p, const block& b) noexcept {
+    if (total_of(b) > test_resource::quarantine_max_bytes) {
+      release(p, b);
+      return;
+    }
     try {
       freed.insert_or_assign(p, b);
       quarantine.push_back(p);
@@ -255,6 +262,7 @@ ARENASTAT_COUNTER(total_bytes, total_bytes)
 ARENASTAT_COUNTER(deallocations, deallocations)
 ARENASTAT_COUNTER(misuses, misuses)
 ARENASTAT_COUNTER(allocation_limit, limit)
+ARENASTAT_COUNTER(limit_refusals, limit_refusals)
 #undef ARENASTAT_COUNTER
 
 std::uint64_t test_resource::next_serial() const noexcept {
@@ -275,6 +283,13 @@ void test_resource::set_quiet(bool quiet) noexcept {
 std::string test_resource::leak_report() const {
   std::lock_guard lock(state_->mu);
   return state_->blocks == 0 ? std::string() : state_->in_use("has");
+}
+
+std::string test_resource::damage_report() const {
+  std::lock_guard lock(state_->mu);
+  std::string text;
+  for (const auto& [serial, line] : state_->damaged_blocks()) text += (text.empty() ? "" : "\n") + line;
+  return text;
 }
 
 std::string test_resource::blocks_since(std::uint64_t serial) const {
@@ -321,6 +336,7 @@ void* test_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   // limit, the upstream's bad_alloc) leaves it as it was.
   if (s.limit == 0) {
     s.limit = -1;
+    ++s.limit_refusals;
     throw allocation_limit_reached(s.header() + ": allocation limit reached (allocation #" +
                                    std::to_string(s.next_serial) + " of " + plural(static_cast<std::int64_t>(bytes), "byte", "bytes") +
                                    " refused)",
@@ -437,14 +453,16 @@ std::string exception_test_prefix(const test_resource& r) {
 }  // namespace
 
 void check_exception_run(const test_resource& r, std::int64_t limit, std::int64_t blocks, std::int64_t bytes,
-                         std::uint64_t first_serial) {
+                         std::uint64_t first_serial, refusal how) {
   const std::int64_t now_blocks = r.blocks_in_use();
   const std::int64_t now_bytes = r.bytes_in_use();
   const std::string left = r.blocks_since(first_serial);
   if (now_blocks == blocks && now_bytes == bytes && left.empty()) return;
+  const bool thrown = how == refusal::thrown;
   throw exception_test_failure(
-      exception_test_prefix(r) + ": after the exception at allocation " +
-      std::to_string(limit + 1) + " of the run (limit " + std::to_string(limit) + "), " +
+      exception_test_prefix(r) + (thrown ? ": after the exception at allocation " : ": after the refusal of allocation ") +
+      std::to_string(limit + 1) + " of the run (limit " + std::to_string(limit) + ")" +
+      (thrown ? ", " : ", which the run caught, ") +
       plural(now_blocks, "block", "blocks") + " (" + plural(now_bytes, "byte", "bytes") + ") in use, " +
       plural(blocks, "block", "blocks") + " (" + plural(bytes, "byte", "bytes") + ") before the run" +
       (left.empty() ? std::string() : "; left by the run: " + left) +

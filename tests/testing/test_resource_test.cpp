@@ -181,6 +181,19 @@ TEST_CASE("test_resource: a double free", "[test_resource][misuse]") {
   CHECK(r.blocks_in_use() == 0);
 }
 
+TEST_CASE("test_resource: a block larger than the quarantine's bytes goes back alone, older ones stay",
+          "[test_resource][misuse]") {
+  arenastat::test_resource r{"testing/quarantine-large", {.quiet = true}};
+  void* small = r.allocate(24, 8);
+  constexpr std::size_t large = arenastat::test_resource::quarantine_max_bytes + 1;  // over the bound by itself
+  void* big = r.allocate(large, 8);
+  r.deallocate(small, 24, 8);
+  r.deallocate(big, large, 8);  // given back at once, not past the small one
+  CHECK_THROWS_WITH(r.deallocate(small, 24, 8), "arenastat::test_resource 'testing/quarantine-large': deallocate(" +
+                                                    ptr(small) +
+                                                    ", 24, 8) of block #1 (24 bytes), already deallocated (double free)");
+}
+
 TEST_CASE("test_resource: a double free is named after its address was asked for again", "[test_resource][misuse]") {
   // The freed block is held in the quarantine, so the next request of the
   // same size cannot get its address and the second free still names #1.
@@ -499,6 +512,61 @@ TEST_CASE("exception_test: a refusal caught inside f is followed by the next lim
   CHECK(second_refused == 1);
   CHECK(r.allocation_limit() == -1);
   CHECK(r.blocks_in_use() == 0);
+}
+
+TEST_CASE("exception_test: a refusal the code under test handles, leaking, fails the test", "[exception_test]") {
+  arenastat::test_resource r{"testing/handled-leak", {.quiet = true}};
+  // add() takes a 32-byte node, then a 64-byte payload; when the payload is
+  // refused it returns false and loses the node. Run 0 refuses the node
+  // (thrown, nothing held: clean); run 1 refuses the payload, caught inside:
+  // the node, block #1 (run 0 made no block), is left.
+  const auto add = [&] {
+    void* node = r.allocate(32);
+    void* payload = nullptr;
+    try {
+      payload = r.allocate(64);
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
+    r.deallocate(payload, 64);
+    r.deallocate(node, 32);
+    return true;
+  };
+  CHECK_THROWS_WITH(arenastat::exception_test(r, [&] { (void)add(); }),
+                    "arenastat::exception_test: test_resource 'testing/handled-leak': after the refusal of allocation 2 "
+                    "of the run (limit 1), which the run caught, 1 block (32 bytes) in use, 0 blocks (0 bytes) before "
+                    "the run; left by the run: #1 (32 bytes)");
+}
+
+TEST_CASE("exception_test: f may turn the limit off; a run with nothing refused ends the test", "[exception_test]") {
+  arenastat::test_resource r{"testing/limit-off"};
+  std::vector<std::int64_t> seen;
+  // f makes the allocation under test, then turns the limit off (as a BDE
+  // test does for its checks) and allocates again. Run 0 refuses the first;
+  // run 1 makes both: the test ends after 1 refused run.
+  const std::int64_t runs = arenastat::exception_test(r, [&] {
+    seen.push_back(r.allocation_limit());
+    r.deallocate(r.allocate(8), 8);
+    r.set_allocation_limit(-1);
+    r.deallocate(r.allocate(8), 8);
+  });
+  CHECK(runs == 1);
+  CHECK(seen == std::vector<std::int64_t>{0, 1});
+  CHECK(r.limit_refusals() == 1);
+  CHECK(r.allocation_limit() == -1);
+}
+
+TEST_CASE("test_resource: limit_refusals counts the allocations the limit refused", "[test_resource]") {
+  arenastat::test_resource r{"testing/refusals"};
+  CHECK(r.limit_refusals() == 0);
+  r.set_allocation_limit(0);
+  CHECK_THROWS_AS(r.allocate(8), arenastat::allocation_limit_reached);
+  r.set_allocation_limit(1);
+  void* p = r.allocate(8);
+  CHECK_THROWS_AS(r.allocate(8), arenastat::allocation_limit_reached);
+  CHECK_THROWS_AS(r.allocate(8, 3), arenastat::test_resource_error);  // a bad alignment is not the limit's
+  r.deallocate(p, 8);
+  CHECK(r.limit_refusals() == 2);
 }
 
 TEST_CASE("exception_test: nested on one resource, or over a limit already set, is refused", "[exception_test]") {

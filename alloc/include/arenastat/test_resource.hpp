@@ -128,12 +128,19 @@ class test_resource final : public std::pmr::memory_resource {
   // the count as it was.
   void set_allocation_limit(std::int64_t n) noexcept;
   std::int64_t allocation_limit() const noexcept;
+  // Allocations the allocation limit refused, in all (exception_test reads it
+  // to know whether a run had one refused, whatever f did with the limit).
+  std::int64_t limit_refusals() const noexcept;
 
   void set_quiet(bool quiet) noexcept;
 
   // "" when no block is in use; else "arenastat::test_resource 'x' has 2 blocks
   // (48 bytes) in use: #3 (16 bytes), #4 (32 bytes)" (at most 10 listed).
   std::string leak_report() const;
+  // "" when no block in use has its guard bytes written over; else a line for
+  // each such block (at most 10), as the destructor prints them: "  block #3
+  // (8 bytes): written past the end: guard bytes at offset 8 changed".
+  std::string damage_report() const;
   // The blocks in use whose serial is at least `serial`: "#3 (16 bytes), #4 (32 bytes)".
   std::string blocks_since(std::uint64_t serial) const;
 
@@ -158,10 +165,13 @@ class exception_test_failure : public std::logic_error {
 };
 
 namespace detail {
+// How the run with a refused allocation ended: by the refusal's exception, or
+// normally, f having caught it.
+enum class refusal { thrown, caught };
 // Throws exception_test_failure when `r` holds other than `blocks` / `bytes`
-// after the run with limit `limit` threw.
+// after the run with limit `limit` (ended `how`).
 void check_exception_run(const test_resource& r, std::int64_t limit, std::int64_t blocks, std::int64_t bytes,
-                         std::uint64_t first_serial);
+                         std::uint64_t first_serial, refusal how);
 // Marks `r` as under exception_test while it lives. Throws std::logic_error
 // when `r` already is (a nested exception_test on the same resource) or has
 // an allocation limit (the caller's, which the test would lose).
@@ -182,7 +192,10 @@ class exception_test_mark {
 // allocation_limit_reached, checks that `r` holds what it held before the
 // run: as many blocks and bytes, and none of the blocks the run allocated
 // (else throws exception_test_failure naming the blocks left). A run that
-// caught the refusal itself and returned is followed by the next limit too.
+// caught the refusal itself and returned is checked the same way (code that
+// handles a refusal must not leak either), then followed by the next limit.
+// A run in which no allocation was refused ends the test, whatever f did
+// with the limit (f may turn it off, as BDE tests do for their checks).
 // Any other exception ends the test and propagates, a refusal by another
 // test_resource's limit included (an exception_test nested on another
 // resource lets the outer one's refusals through to it). Returns the number of
@@ -199,21 +212,22 @@ std::int64_t exception_test(test_resource& r, F&& f) {
     const std::int64_t blocks = r.blocks_in_use();
     const std::int64_t bytes = r.bytes_in_use();
     const std::uint64_t first = r.next_serial();
+    const std::int64_t refusals = r.limit_refusals();
     r.set_allocation_limit(limit);
     try {
       f();
     } catch (const allocation_limit_reached& e) {
       r.set_allocation_limit(-1);
       if (e.source() != &r) throw;  // another resource's refusal: its own exception_test handles it
-      detail::check_exception_run(r, limit, blocks, bytes, first);
+      detail::check_exception_run(r, limit, blocks, bytes, first, detail::refusal::thrown);
       continue;
     } catch (...) {
       r.set_allocation_limit(-1);
       throw;
     }
-    const bool refused = r.allocation_limit() < 0;  // the limit was used up: f caught the refusal
     r.set_allocation_limit(-1);
-    if (!refused) return limit;
+    if (r.limit_refusals() == refusals) return limit;  // nothing refused: every allocation of f was made
+    detail::check_exception_run(r, limit, blocks, bytes, first, detail::refusal::caught);
   }
 }
 

@@ -87,11 +87,13 @@ class checked_block {
   ~checked_block() {
     run_checks_in_destructor([this] {
       if (resource_.blocks_in_use() != blocks_ || resource_.bytes_in_use() != bytes_) {
-        resource_.set_quiet(true);  // said once, here
+        resource_.set_quiet(true);  // said once, here: with the guard damage the destructor would print
+        const std::string damage = resource_.damage_report();
         fail_check_at(where_, resource_.description() + " has " +
                                   blocks_text(resource_.blocks_in_use(), resource_.bytes_in_use()) +
                                   " in use at the end of the block, " + blocks_text(blocks_, bytes_) +
-                                  " at its start; left by the block: " + resource_.blocks_since(first_));
+                                  " at its start; left by the block: " + resource_.blocks_since(first_) +
+                                  (damage.empty() ? std::string() : "\n" + damage));
       }
       // A misuse is a failure even when the code under test caught its
       // exception (a double free in a destructor that swallows, say).
