@@ -32,8 +32,8 @@ int metrics_port_of(target& t, const temp_dir& sockets) {
   return at == std::string::npos ? -1 : std::stoi(r.out.substr(at + 13));
 }
 
-// One HTTP/1.1 request to 127.0.0.1:port; the whole answer (the server closes).
-std::string http(int port, const std::string& request) {
+// A TCP connection to 127.0.0.1:port, or -1.
+int connect_loopback(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -41,8 +41,15 @@ std::string http(int port, const std::string& request) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
     ::close(fd);
-    return "<connect failed>";
+    return -1;
   }
+  return fd;
+}
+
+// One HTTP/1.1 request to 127.0.0.1:port; the whole answer (the server closes).
+std::string http(int port, const std::string& request) {
+  const int fd = connect_loopback(port);
+  if (fd < 0) return "<connect failed>";
   send_all(fd, request);
   std::string answer = read_all(fd, 10s);
   ::close(fd);
@@ -159,12 +166,8 @@ TEST_CASE("metrics: silent connections do not hold a scrape past the request tim
   REQUIRE(port > 0);
   std::vector<int> idle;
   for (int i = 0; i < 3; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0);
+    const int fd = connect_loopback(port);
+    REQUIRE(fd >= 0);
     if (i == 2) send_all(fd, "GET /metr");
     idle.push_back(fd);
   }
@@ -185,12 +188,8 @@ TEST_CASE("metrics: a request with a body is refused at once, so a body sent slo
   std::vector<int> senders;
   for (const char* request : {"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\na",
                               "POST /other HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na"}) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0);
+    const int fd = connect_loopback(port);
+    REQUIRE(fd >= 0);
     send_all(fd, request);
     senders.push_back(fd);
   }

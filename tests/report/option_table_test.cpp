@@ -54,16 +54,24 @@ TEST_CASE("option table: every value form is parsed and converted", "[options][t
   CHECK(p.values[10].text == "x");
 }
 
+namespace {
+
+// The message parsing `text` with the test grammar throws, or "no error".
+std::string bad(std::string_view text) {
+  try {
+    opt::parse(g, text);
+  } catch (const opt::error& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
+// What "unknown option" lists after the word, for the test grammar.
+const std::string expected = " (expected -f, --count=N, --depth=N, -d SECONDS, --sort=a|b|c, -s=SIZE, -o FILE)";
+
+}  // namespace
+
 TEST_CASE("option table: each bad input has its message", "[options][table]") {
-  const auto bad = [](const char* text) {
-    try {
-      opt::parse(g, text);
-    } catch (const opt::error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  const std::string expected = " (expected -f, --count=N, --depth=N, -d SECONDS, --sort=a|b|c, -s=SIZE, -o FILE)";
   CHECK(bad("--nope") == "t: unknown option '--nope'" + expected);
   CHECK(bad("-fx") == "t: unknown option '-fx'" + expected);         // a near miss
   CHECK(bad("--sorted=a") == "t: unknown option '--sorted=a'" + expected);
@@ -101,15 +109,6 @@ TEST_CASE("option table: each bad input has its message", "[options][table]") {
 }
 
 TEST_CASE("option table: a bad word is quoted escaped and cut, as a warning quotes a value", "[options][table]") {
-  const auto bad = [](std::string_view text) {
-    try {
-      opt::parse(g, text);
-    } catch (const opt::error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  const std::string expected = " (expected -f, --count=N, --depth=N, -d SECONDS, --sort=a|b|c, -s=SIZE, -o FILE)";
   // A terminal escape, a byte above ASCII, a quote and a backslash: each
   // written so that the message is one printable line and reads back one way.
   CHECK(bad("--x\x1b[2J") == "t: unknown option '--x\\x1b[2J'" + expected);

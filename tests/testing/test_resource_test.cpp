@@ -629,6 +629,14 @@ static void leaks_on_its_second_refusal(arenastat::test_resource& leaked_on, are
   leaked_on.deallocate(x, 8);
 }
 
+// The failure exception_test reports for leaks_on_its_second_refusal on the
+// resource `name`: at its limit 1 the run's second allocation throws, and its
+// first block (#1, 8 bytes: no earlier run made one) is left.
+static std::string second_refusal_leak(const std::string& name) {
+  return "arenastat::exception_test: test_resource '" + name + "': after the exception at allocation 2 of the run "
+         "(limit 1), 1 block (8 bytes) in use, 0 blocks (0 bytes) before the run; left by the run: #1 (8 bytes)";
+}
+
 TEST_CASE("exception_test: a refusal by the outer resource's limit reaches the outer test through an inner one",
           "[exception_test]") {
   arenastat::test_resource r1{"testing/nested-leak-1", {.quiet = true}}, r2{"testing/nested-leak-2", {.quiet = true}};
@@ -636,11 +644,8 @@ TEST_CASE("exception_test: a refusal by the outer resource's limit reaches the o
   // (nothing held, a clean run); limit 1: its second, leaving block #1 (8
   // bytes, the outer run's first serial) behind. The inner test must not
   // take r1's refusal for one of r2's.
-  const std::string expected =
-      "arenastat::exception_test: test_resource 'testing/nested-leak-1': after the exception at allocation 2 of the run "
-      "(limit 1), 1 block (8 bytes) in use, 0 blocks (0 bytes) before the run; left by the run: #1 (8 bytes)";
   CHECK_THROWS_WITH(arenastat::exception_test(r1, [&] { arenastat::exception_test(r2, [&] { leaks_on_its_second_refusal(r1, r2); }); }),
-                    expected);
+                    second_refusal_leak("testing/nested-leak-1"));
   CHECK(r2.allocation_limit() == -1);  // the inner test left no limit behind
   CHECK(r1.blocks_in_use() == 1);
 }
@@ -649,11 +654,8 @@ TEST_CASE("exception_test: the inner test on the leaking resource reports the sa
   arenastat::test_resource r1{"testing/nested-leak-3", {.quiet = true}}, r2{"testing/nested-leak-4", {.quiet = true}};
   // Outer on r2, inner on r1: the inner test finds it (r1's serials start at
   // 1 in its first run; the leak is at its limit 1, the run's second allocation).
-  const std::string expected =
-      "arenastat::exception_test: test_resource 'testing/nested-leak-3': after the exception at allocation 2 of the run "
-      "(limit 1), 1 block (8 bytes) in use, 0 blocks (0 bytes) before the run; left by the run: #1 (8 bytes)";
   CHECK_THROWS_WITH(arenastat::exception_test(r2, [&] { arenastat::exception_test(r1, [&] { leaks_on_its_second_refusal(r1, r2); }); }),
-                    expected);
+                    second_refusal_leak("testing/nested-leak-3"));
 }
 
 TEST_CASE("exception_test: a refusal made by other code (no source) ends the test", "[exception_test]") {
