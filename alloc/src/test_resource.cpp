@@ -458,11 +458,13 @@ void check_exception_run(const test_resource& r, std::int64_t limit, std::int64_
   const std::int64_t now_bytes = r.bytes_in_use();
   const std::string left = r.blocks_since(first_serial);
   if (now_blocks == blocks && now_bytes == bytes && left.empty()) return;
-  const bool thrown = how == refusal::thrown;
+  const std::string run = " of the run (limit " + std::to_string(limit) + ")";
+  const std::string after =
+      how == refusal::thrown   ? ": after the exception at allocation " + std::to_string(limit + 1) + run + ", "
+      : how == refusal::caught ? ": after the refusal of allocation " + std::to_string(limit + 1) + run + ", which the run caught, "
+                               : ": after another test_resource's refusal ended the run (limit " + std::to_string(limit) + "), ";
   throw exception_test_failure(
-      exception_test_prefix(r) + (thrown ? ": after the exception at allocation " : ": after the refusal of allocation ") +
-      std::to_string(limit + 1) + " of the run (limit " + std::to_string(limit) + ")" +
-      (thrown ? ", " : ", which the run caught, ") +
+      exception_test_prefix(r) + after +
       plural(now_blocks, "block", "blocks") + " (" + plural(now_bytes, "byte", "bytes") + ") in use, " +
       plural(blocks, "block", "blocks") + " (" + plural(bytes, "byte", "bytes") + ") before the run" +
       (left.empty() ? std::string() : "; left by the run: " + left) +

@@ -658,6 +658,26 @@ TEST_CASE("exception_test: the inner test on the leaking resource reports the sa
                     second_refusal_leak("testing/nested-leak-3"));
 }
 
+TEST_CASE("exception_test: the inner test reports what the outer resource's refusal made its own resource leave",
+          "[exception_test]") {
+  arenastat::test_resource r1{"testing/nested-other-1", {.quiet = true}}, r2{"testing/nested-other-2", {.quiet = true}};
+  // Outer on r1, inner on r2; the inner f takes a block of r2, then one of
+  // r1. Outer limit 0: the inner run at limit 0 has r2 refuse (clean); at
+  // inner limit 1 r2 gives block #1 (run 0 made none) and r1 refuses, ending
+  // the inner run with block #1 lost: the inner test says so.
+  const std::string expected =
+      "arenastat::exception_test: test_resource 'testing/nested-other-2': after another test_resource's refusal ended "
+      "the run (limit 1), 1 block (8 bytes) in use, 0 blocks (0 bytes) before the run; left by the run: #1 (8 bytes)";
+  CHECK_THROWS_WITH(arenastat::exception_test(r1, [&] {
+    arenastat::exception_test(r2, [&] {
+      void* a = r2.allocate(8);
+      void* b = r1.allocate(8);  // refused at the outer limit 0: a is lost
+      r1.deallocate(b, 8);
+      r2.deallocate(a, 8);
+    });
+  }), expected);
+}
+
 TEST_CASE("exception_test: a refusal made by other code (no source) ends the test", "[exception_test]") {
   arenastat::test_resource r{"testing/foreign-refusal"};
   CHECK_THROWS_AS(arenastat::exception_test(r, [] { throw arenastat::allocation_limit_reached("elsewhere"); }),

@@ -165,9 +165,9 @@ class exception_test_failure : public std::logic_error {
 };
 
 namespace detail {
-// How the run with a refused allocation ended: by the refusal's exception, or
-// normally, f having caught it.
-enum class refusal { thrown, caught };
+// How the run with a refused allocation ended: by the refusal's exception,
+// normally (f having caught it), or by another test_resource's refusal.
+enum class refusal { thrown, caught, other };
 // Throws exception_test_failure when `r` holds other than `blocks` / `bytes`
 // after the run with limit `limit` (ended `how`).
 void check_exception_run(const test_resource& r, std::int64_t limit, std::int64_t blocks, std::int64_t bytes,
@@ -218,7 +218,12 @@ std::int64_t exception_test(test_resource& r, F&& f) {
       f();
     } catch (const allocation_limit_reached& e) {
       r.set_allocation_limit(-1);
-      if (e.source() != &r) throw;  // another resource's refusal: its own exception_test handles it
+      if (e.source() != &r) {
+        // Another resource's refusal, for its own exception_test to handle;
+        // what it made this run leave on `r` is this test's to report.
+        detail::check_exception_run(r, limit, blocks, bytes, first, detail::refusal::other);
+        throw;
+      }
       detail::check_exception_run(r, limit, blocks, bytes, first, detail::refusal::thrown);
       continue;
     } catch (...) {
