@@ -324,7 +324,8 @@ bool written(std::FILE* f, std::string_view what) {
 // memory must not allocate to print it), and whether a table row is half
 // written on `table` (the message then starts a line).
 struct progress {
-  std::string work = "reading the command line";
+  std::string work = "reading the command line";  // escaped, for stderr
+  std::string work_raw = work;                      // as it is, for the JSON
   bool mid_row = false;
   std::FILE* table = stdout;
   bool json = false;
@@ -381,7 +382,8 @@ int run(int argc, char** argv) {
   now.json = c.json;
   for (const job& j : c.jobs) {
     trace t;
-    now.work = shown("reading the trace '" + j.source.spec + "' (--max-requests=N reads fewer of its requests)");
+    now.work_raw = "reading the trace '" + j.source.spec + "' (--max-requests=N reads fewer of its requests)";
+    now.work = shown(now.work_raw);
     try {
       t = load(j.source, j.options);
     } catch (const sim::trace_error& e) {
@@ -405,8 +407,9 @@ int run(int argc, char** argv) {
       std::uint64_t lru_hits = UINT64_MAX, ref_hits = UINT64_MAX;
       for (std::size_t k = 0; k < j.policies.size(); ++k) {
         const policy_entry* const p = j.policies[k];
-        now.work = shown("running " + std::string(p->name) + " at size " + std::to_string(n) + " on '" + t.name +
-                         "' (a policy's state grows with the size: smaller --sizes need less)");
+        now.work_raw = "running " + std::string(p->name) + " at size " + std::to_string(n) + " on '" + t.name +
+                       "' (a policy's state grows with the size: smaller --sizes need less)";
+        now.work = shown(now.work_raw);
         const std::uint64_t hits = p->run(t, n, next);
         if (p->name == "lru") lru_hits = hits;
         if (p->name == "ref_lru") ref_hits = hits;
@@ -518,7 +521,7 @@ int main(int argc, char** argv) {
     if (now.json) {
       // The trace under way is freed by now; writing the JSON needs little.
       try {
-        const std::string message = "out of memory while " + now.work;
+        const std::string message = "out of memory while " + now.work_raw;
         print_json(&message);
       } catch (const std::bad_alloc&) {
         std::fprintf(stderr, "%.*s: out of memory writing the JSON of the rows done\n",

@@ -2,6 +2,7 @@
 // JSON answers stops at a nesting depth and a number of values.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 
 #include "bounded_json.hpp"
@@ -66,4 +67,19 @@ TEST_CASE("an answer escaped for a terminal in pieces equals it escaped whole", 
     CHECK(joined == whole);
     CHECK(pieces >= text.size() / (piece + 3));  // pieces of about `piece` bytes: never one copy of the whole
   }
+}
+
+TEST_CASE("a run of continuation bytes is escaped in pieces of bounded size, equal to the whole", "[cli][escape]") {
+  // 1000 lone continuation bytes (invalid UTF-8: each escaped as \x80), after
+  // a lead byte: no piece may grow over the run.
+  const std::string text = "\xe2" + std::string(1000, '\x80');
+  const std::string whole = arenastat::cli::escape_for_terminal(text, true);
+  std::string joined;
+  std::size_t largest = 0;
+  arenastat::cli::escape_for_terminal_in_pieces(text, true, [&](const std::string& p) {
+    joined += p;
+    largest = std::max(largest, p.size());
+  }, 16);
+  CHECK(joined == whole);
+  CHECK(largest <= (16 + 3) * 4);  // at most piece + 3 bytes in, 4 bytes out each
 }

@@ -238,8 +238,10 @@ TEST_CASE("a setuid program ignores the ARENASTAT_ variables of the user who sta
   ::close(p.err);
   INFO("stderr: " << err);
   struct stat st {};
-  CHECK(::lstat(asked.c_str(), &st) == -1);  // ignored: no file
-  CHECK(errno == ENOENT);
+  const int found = ::lstat(asked.c_str(), &st);
+  const int err_no = errno;
+  CHECK(found == -1);  // ignored: no file
+  CHECK(err_no == ENOENT);
   CHECK(err.empty());
   // The same program run by root, whose variables it may follow, writes it.
   const std::string by_root = out_dir + "/by-root.txt";

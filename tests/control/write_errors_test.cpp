@@ -66,7 +66,7 @@ TEST_CASE("a dump to a terminal nobody reads fails within a second, and the serv
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(r.status == 1);
   CHECK(r.err == "arenastat: " + t.pid_text() + ": dump: cannot write '" + terminal +
-                     "': it took no more for 1000 ms (a device such as a terminal nobody reads; a dump does not wait "
+                     "': it took nothing for 1000 ms (a device such as a terminal nobody reads; a dump does not wait "
                      "for a reader): Resource temporarily unavailable\n");
   CHECK(seconds < 5);  // 1 s of waiting, not the CLI's 8 s time-out
   for (int i = 0; i < 3; ++i) {  // again and again: nothing is left holding the server
@@ -77,6 +77,40 @@ TEST_CASE("a dump to a terminal nobody reads fails within a second, and the serv
   CHECK(info.status == 0);
   CHECK(info.out.rfind("pid " + t.pid_text() + "\n", 0) == 0);
   ::close(master);
+}
+
+TEST_CASE("a dump to a slow terminal that keeps reading is written whole", "[control][write_errors][threads]") {
+  temp_dir sockets;
+  target t(sockets.path());
+  t.command("entries 5000");
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  REQUIRE(master >= 0);
+  REQUIRE(::grantpt(master) == 0);
+  REQUIRE(::unlockpt(master) == 0);
+  const std::string terminal = ::ptsname(master);
+  // A reader taking 4 KiB every 10 ms (about 400 KB/s): the dump takes over a
+  // second to go through, never a second without progress.
+  std::atomic<bool> done{false};
+  std::size_t taken = 0;
+  std::thread reader([&] {
+    char buf[4096];
+    while (!done.load()) {
+      pollfd p{master, POLLIN, 0};
+      if (::poll(&p, 1, 10) > 0) {
+        const ssize_t n = ::read(master, buf, sizeof buf);
+        if (n > 0) taken += static_cast<std::size_t>(n);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  });
+  const cli_result r = run_cli({"--timeout=40000", t.pid_text(), "dump", terminal}, {{"ARENASTAT_SOCKET_DIR", sockets.path()}});
+  std::this_thread::sleep_for(200ms);  // the last bytes
+  done = true;
+  reader.join();
+  ::close(master);
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK(taken > 5000 * 20);  // 5000 entries of more than 20 bytes each
 }
 
 TEST_CASE("an at-exit report to a FIFO with no reader goes to stderr at once", "[control][write_errors][threads]") {

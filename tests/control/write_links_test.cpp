@@ -314,7 +314,7 @@ TEST_CASE("html -o and dump PATH refuse another user's file in a sticky director
   CHECK(contents(mine).rfind("<!DOCTYPE html>", 0) == 0);
 }
 
-TEST_CASE("html -o and dump PATH refuse a file with several hard links in a sticky directory, untouched",
+TEST_CASE("html -o and dump PATH refuse a file with several hard links in a directory others may write to, untouched",
           "[control][trust][html][dump][threads]") {
   // Another user may hard-link a file of the writer's (root's /etc/shadow,
   // where fs.protected_hardlinks is off) into /tmp under the name the writer
@@ -324,13 +324,22 @@ TEST_CASE("html -o and dump PATH refuse a file with several hard links in a stic
   temp_dir elsewhere;
   const std::string precious = elsewhere.file("precious");
   { std::ofstream(precious) << "PRECIOUS\n"; }
+  const auto reason = [](int links) {
+    return "it is a file with " + std::to_string(links) + " hard links in a directory another user may write to (who "
+           "may have linked a file from elsewhere under this name), and only files with one name are written there";
+  };
   const std::string linked = dir.shared.file("report.html");
   REQUIRE(::link(precious.c_str(), linked.c_str()) == 0);
-  dir.check_both_refuse(linked, "it is a file with 2 hard links in a sticky directory others may write to (another "
-                                "user may have linked a file from elsewhere under this name), and only files with "
-                                "one name are written there");
+  dir.check_both_refuse(linked, reason(2));
   CHECK(contents(precious) == "PRECIOUS\n");
-  // Outside a sticky directory the same file is the writer's to write.
+  // So in a directory open to group writing, sticky or not.
+  temp_dir group;
+  REQUIRE(::chmod(group.path().c_str(), 0770) == 0);
+  const std::string in_group = group.file("report.html");
+  REQUIRE(::link(precious.c_str(), in_group.c_str()) == 0);  // its third name
+  dir.check_both_refuse(in_group, reason(3));
+  CHECK(contents(precious) == "PRECIOUS\n");
+  // In the writer's own directory, closed to others, the file is the writer's to write.
   const std::string plain = elsewhere.file("also");
   REQUIRE(::link(precious.c_str(), plain.c_str()) == 0);
   CHECK(run_cli({dir.t.pid_text(), "html", "-o", plain}, dir.env).status == 0);

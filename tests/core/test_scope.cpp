@@ -205,6 +205,39 @@ TEST_CASE("a release after its owner thread exited queues nothing", "[scope][thr
   CHECK_FALSE(owner->has_pending.load());
 }
 
+TEST_CASE("in a fork's child, a chunk a parent's other thread stamped queues no credit for it", "[scope]") {
+  // The worker holds a scope and a chunk while this thread forks: in the
+  // child the worker does not exist, so the chunk's release there must not
+  // queue a credit it would wait for for ever. (Not run under TSan: a fork
+  // with threads running.)
+  std::atomic<int> step{0};
+  arena_resource* a = nullptr;
+  arenastat::detail::thread_state* owner = nullptr;
+  std::thread worker([&] {
+    scope s{"test/scope/fork/worker"};
+    a = new arena_resource{"node", chunks_of(1024)};
+    (void)a->allocate(10, 8);
+    owner = arenastat::detail::tls_scopes.state;
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    delete a;
+    ::_exit(queued_credits(*owner) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  step = 2;
+  worker.join();
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  delete a;  // here the worker's scope has ended: nothing queued either
+  CHECK(queued_credits(*owner) == 0);
+}
+
 TEST_CASE("a run in a fork's child is recorded with the child's thread id", "[scope]") {
   { scope s{"test/scope/fork/parent"}; }  // this thread has its record before the fork
   int fds[2];

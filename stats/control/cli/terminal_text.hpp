@@ -21,15 +21,17 @@ inline std::string escape_for_terminal(std::string_view bytes, bool keep_lines) 
 }
 
 // escape_for_terminal(bytes, keep_lines) handed to `out` a piece at a time:
-// pieces of about `piece` bytes, each cut before a byte that starts a
-// character (no UTF-8 sequence is split), so a large answer never needs a
-// copy of up to four times its size. The pieces joined equal the whole.
+// pieces of `piece` to `piece` + 3 bytes, each cut before a byte that starts a
+// character or after 3 continuation bytes (a UTF-8 sequence has at most 3, so
+// none is split; more are invalid and escaped one by one wherever the cut
+// falls), so a large answer never needs a copy of up to four times its size.
+// The pieces joined equal the whole.
 template <class Out>
 void escape_for_terminal_in_pieces(std::string_view bytes, bool keep_lines, Out&& out,
                                    std::size_t piece = std::size_t{64} << 10) {
   while (!bytes.empty()) {
     std::size_t n = piece < bytes.size() ? piece : bytes.size();
-    while (n < bytes.size() && (static_cast<unsigned char>(bytes[n]) & 0xc0) == 0x80) ++n;
+    for (int more = 0; more < 3 && n < bytes.size() && (static_cast<unsigned char>(bytes[n]) & 0xc0) == 0x80; ++more) ++n;
     out(escape_for_terminal(bytes.substr(0, n), keep_lines));
     bytes.remove_prefix(n);
   }

@@ -34,10 +34,21 @@ struct state_holder {
 };
 thread_local state_holder holder;
 
+// Counts the forks this process descends from (written in a fork's child,
+// while it has one thread).
+std::atomic<std::uint32_t> fork_generation{0};
+
 // A fork's child is one thread, the one that called fork: its record (if it
-// has one) names that thread by the child's id, not the parent's.
+// has one) names that thread by the child's id, not the parent's, and is the
+// only one of the new generation (the parent's other threads are not in the
+// child: credits for their records would wait for them for ever).
 void refresh_thread_id_in_child() noexcept {
-  if (thread_state* s = tls_scopes.state) s->os_tid = os_thread_id();
+  const std::uint32_t now = fork_generation.load(std::memory_order_relaxed) + 1;
+  fork_generation.store(now, std::memory_order_relaxed);
+  if (thread_state* s = tls_scopes.state) {
+    s->os_tid = os_thread_id();
+    s->fork_generation.store(now, std::memory_order_relaxed);
+  }
 }
 [[maybe_unused]] const int fork_handler_registered = ::pthread_atfork(nullptr, nullptr, &refresh_thread_id_in_child);
 
@@ -58,6 +69,7 @@ thread_state& acquire_thread_state() {
   }
   if (!s) s = new thread_state();
   s->os_tid = os_thread_id();
+  s->fork_generation.store(fork_generation.load(std::memory_order_relaxed), std::memory_order_relaxed);
   s->eh_globals = this_thread_eh_globals();
   take_pending(*s);
   tls_scopes.state = s;
@@ -71,6 +83,8 @@ void post_credit(thread_state& owner, const pending_credit& credit) noexcept {
   // read errs on the side of queueing: the bottom id only grows past a
   // credit's scopes once they have all ended.
   if (owner.bottom_scope_id.load(std::memory_order_relaxed) > credit.scope_id) return;
+  // An owner left in the parent of a fork (a thread this child does not have).
+  if (owner.fork_generation.load(std::memory_order_relaxed) != fork_generation.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(owner.pending_mutex);
   try {
     owner.pending.push_back(credit);

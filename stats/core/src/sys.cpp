@@ -87,10 +87,11 @@ int write_all(int fd, std::string_view text) noexcept {
   return write_loop(fd, text, [] { return write_stall_ms; });
 }
 
-int write_all_until(int fd, std::string_view text, std::chrono::steady_clock::time_point deadline) noexcept {
-  return write_loop(fd, text, [deadline] {
+int write_all_bounded(int fd, std::string_view text, std::chrono::milliseconds stall,
+                      std::chrono::steady_clock::time_point deadline) noexcept {
+  return write_loop(fd, text, [stall, deadline] {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    return static_cast<int>(std::clamp<std::chrono::milliseconds::rep>(left.count(), 0, 3'600'000));
+    return static_cast<int>(std::clamp<std::chrono::milliseconds::rep>(std::min(left, stall).count(), 0, 3'600'000));
   });
 }
 

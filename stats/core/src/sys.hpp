@@ -33,10 +33,12 @@ std::string error_text(int err);
 inline constexpr int write_stall_ms = 10'000;
 int write_all(int fd, std::string_view text) noexcept;
 
-// As write_all, but a full non-blocking `fd` is waited for only until
-// `deadline`, in all: EAGAIN after it. For writers that must not be held by a
-// reader (a dump into a terminal nobody reads, on the control server's thread).
-int write_all_until(int fd, std::string_view text, std::chrono::steady_clock::time_point deadline) noexcept;
+// As write_all, for writers a reader must not hold (a dump into a terminal,
+// on the control server's thread): a full non-blocking `fd` is waited for at
+// most `stall` at a time (a reader taking bytes starts a new wait) and not
+// past `deadline`; EAGAIN when either is reached.
+int write_all_bounded(int fd, std::string_view text, std::chrono::milliseconds stall,
+                      std::chrono::steady_clock::time_point deadline) noexcept;
 
 // `path` made absolute against the working directory ("" and "." are the
 // directory itself; a leading "./" is dropped). Throws std::system_error,

@@ -35,6 +35,10 @@ struct thread_state {
   // is dropped instead of queued (post_credit).
   static constexpr std::uint64_t no_scope = UINT64_MAX;
   std::atomic<std::uint64_t> bottom_scope_id{no_scope};
+  // The process's fork generation when the owner took the record (context.cpp:
+  // a fork's child starts a new one, in which the parent's other threads, and
+  // so their records' owners, do not exist): credits for an older one are dropped.
+  std::atomic<std::uint32_t> fork_generation{0};
   std::atomic<bool> has_pending{false};
   std::mutex pending_mutex;
   std::vector<pending_credit> pending;  // guarded by pending_mutex

@@ -161,20 +161,23 @@ int create_file(const std::string& path, const std::string& shown, bool exclusiv
   throw std::system_error(opened.error, std::generic_category(), "dump: cannot create " + shown);
 }
 
-// How long a dump waits, in all, for a device (a terminal) to take it.
-constexpr std::chrono::milliseconds device_wait{1000};
+// How long a dump waits for a device (a terminal) that takes nothing, and
+// for the whole of it to be taken by a slow one.
+constexpr std::chrono::milliseconds device_stall{1000};
+constexpr std::chrono::seconds device_total{30};
 
 // Writes the dump of `c` into the open `fd` (closed here) a chunk at a time.
 // A regular file is written blocking; a device (left non-blocking by
-// create_file) within device_wait, so that a terminal nobody reads fails the
-// dump instead of holding its thread (the control server's) for good.
+// create_file) as long as it takes bytes, but never device_stall without
+// taking any nor past device_total in all, so that a terminal nobody reads
+// fails the dump instead of holding its thread (the control server's) for good.
 void write_dump_file(int fd, const std::string& shown, const table_copy& c, dump_sort sort,
                      const dump_header& header) {
   int err = 0;
-  const auto deadline = std::chrono::steady_clock::now() + device_wait;
+  const auto deadline = std::chrono::steady_clock::now() + device_total;
   try {
     render_dump_to(c, sort, header, [&](std::string& out) {
-      if (err == 0) err = detail::write_all_until(fd, out, deadline);
+      if (err == 0) err = detail::write_all_bounded(fd, out, device_stall, deadline);
       out.clear();
     });
   } catch (...) {
@@ -184,10 +187,13 @@ void write_dump_file(int fd, const std::string& shown, const table_copy& c, dump
   if (err != 0) {
     ::close(fd);
     if (err == EAGAIN) {
-      throw std::system_error(err, std::generic_category(),
-                              "dump: cannot write " + shown + ": it took no more for " +
-                                  std::to_string(device_wait.count()) +
-                                  " ms (a device such as a terminal nobody reads; a dump does not wait for a reader)");
+      const bool late = std::chrono::steady_clock::now() >= deadline;
+      throw std::system_error(
+          err, std::generic_category(),
+          "dump: cannot write " + shown +
+              (late ? ": it was not all taken within " + std::to_string(device_total.count()) + " s"
+                    : ": it took nothing for " + std::to_string(device_stall.count()) + " ms") +
+              " (a device such as a terminal nobody reads; a dump does not wait for a reader)");
     }
     throw std::system_error(err, std::generic_category(), "dump: cannot write " + shown);
   }

@@ -192,7 +192,11 @@ class walk {
       ::close(fd);
       return {.fd = -1, .error = EACCES, .refused_link_owner = file.st_uid, .refused_link = {}, .refused_file = true};
     }
-    if (S_ISREG(file.st_mode) && shared_sticky && file.st_nlink > 1) {
+    // Another user may put a hard link to any file (root's, where
+    // fs.protected_hardlinks is off) in a directory that user may write to:
+    // one owned by someone else than the writer, or open to group or others.
+    const bool others_may_write = dir.st_uid != ::geteuid() || (dir.st_mode & (S_IWOTH | S_IWGRP)) != 0;
+    if (S_ISREG(file.st_mode) && others_may_write && file.st_nlink > 1) {
       ::close(fd);
       return {.fd = -1, .error = EACCES, .refused_link_owner = file.st_uid, .refused_link = {}, .refused_file = true,
               .refused_hard_links = file.st_nlink};
@@ -278,8 +282,8 @@ std::string refused_link_reason(const write_open& opened) {
   const std::string owner = std::to_string(opened.refused_link_owner.value_or(0));
   if (opened.refused_hard_links > 1)
     return "it is a file with " + std::to_string(opened.refused_hard_links) +
-           " hard links in a sticky directory others may write to (another user may have linked a file from "
-           "elsewhere under this name), and only files with one name are written there";
+           " hard links in a directory another user may write to (who may have linked a file from elsewhere "
+           "under this name), and only files with one name are written there";
   if (opened.refused_file)
     return "it is a file of uid " + owner + " in a sticky directory others may write to, and only files of the "
            "user writing (uid " + std::to_string(::geteuid()) + ") or of the directory's owner are written there";

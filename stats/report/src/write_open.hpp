@@ -36,10 +36,11 @@ struct write_open {
   // planted it for that. Nothing was truncated.
   bool refused_file = false;
   // The file itself was refused for its hard links: an existing regular file
-  // with this many names (more than 1) in a sticky directory others may write
-  // to. Another user may have linked a file of the user writing (root's
-  // /etc/shadow, with fs.protected_hardlinks off) there under the name asked
-  // for; writing would replace that file's contents. Nothing was truncated.
+  // with this many names (more than 1) in a directory another user may write
+  // to (owned by another user, or open to group or others). That user may have
+  // linked a file of the user writing (root's /etc/shadow, with
+  // fs.protected_hardlinks off) there under the name asked for; writing would
+  // replace that file's contents. Nothing was truncated.
   nlink_t refused_hard_links = 0;
 };
 
@@ -49,7 +50,8 @@ struct write_open {
 // truncates a regular file only (a pipe or terminal is written as it is, as
 // by a shell's '>'), and only once it is known not to be another user's file
 // in a sticky directory others may write to (refused_file), nor a file with
-// several hard links there (refused_hard_links).
+// several hard links in a directory another user may write to
+// (refused_hard_links).
 write_open open_to_write(const std::string& path, int flags, mode_t mode);
 
 // The directory `path` opened with O_PATH (for the *at calls: openat,
