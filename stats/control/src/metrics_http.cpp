@@ -95,6 +95,10 @@ int on_request(mg_connection* c) {
   // likes. Nothing here takes a body: refused with civetweb's error reply,
   // which closes the connection without reading it (must_close).
   if ((ri != nullptr && ri->content_length > 0) || mg_get_header(c, "Transfer-Encoding") != nullptr) {
+    // One at a time: civetweb 1.15 dates an error reply with gmtime(), whose
+    // buffer is shared, so two workers refusing at once raced (TSan).
+    static std::mutex error_reply;
+    std::lock_guard lock(error_reply);
     mg_send_http_error(c, 413, "%s", "arenastat serves GET /metrics, which takes no request body\n");
     return 413;
   }
