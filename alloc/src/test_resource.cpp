@@ -168,7 +168,8 @@ struct test_resource::state {
     return s;
   }
   // Each block in use whose guard bytes were written, in serial order (at
-  // most 10): "  block #3 (8 bytes): written past the end: ...". Under mu.
+  // most 10, then a line "  ... and N more blocks whose guard bytes
+  // changed"): "  block #3 (8 bytes): written past the end: ...". Under mu.
   std::vector<std::pair<std::uint64_t, std::string>> damaged_blocks() const {
     std::vector<std::pair<std::uint64_t, std::string>> v;
     for (const auto& [p, b] : live) {
@@ -179,7 +180,12 @@ struct test_resource::state {
                                      plural(static_cast<std::int64_t>(b.bytes), "byte", "bytes") + "): " + d);
     }
     std::sort(v.begin(), v.end());
-    if (v.size() > 10) v.resize(10);
+    if (v.size() > 10) {
+      const std::size_t more = v.size() - 10;
+      v.resize(10);
+      v.emplace_back(UINT64_MAX, "  ... and " + std::to_string(more) + (more == 1 ? " more block" : " more blocks") +
+                                     " whose guard bytes changed");
+    }
     return v;
   }
   std::string in_use(const char* verb) const {  // under mu

@@ -181,6 +181,20 @@ TEST_CASE("test_resource: a double free", "[test_resource][misuse]") {
   CHECK(r.blocks_in_use() == 0);
 }
 
+TEST_CASE("test_resource: damage_report names at most 10 damaged blocks, then how many more", "[test_resource]") {
+  arenastat::test_resource r{"testing/damage-many", {.quiet = true}};
+  std::vector<unsigned char*> blocks;
+  for (int i = 0; i < 12; ++i) {
+    blocks.push_back(static_cast<unsigned char*>(r.allocate(8, 8)));
+    blocks.back()[8] = 0;  // the first byte of the back guard
+  }
+  std::string expected;
+  for (int i = 1; i <= 10; ++i)
+    expected += "  block #" + std::to_string(i) + " (8 bytes): written past the end: guard bytes at offset 8 changed\n";
+  expected += "  ... and 2 more blocks whose guard bytes changed";
+  CHECK(r.damage_report() == expected);
+}
+
 TEST_CASE("test_resource: a block larger than the quarantine's bytes goes back alone, older ones stay",
           "[test_resource][misuse]") {
   arenastat::test_resource r{"testing/quarantine-large", {.quiet = true}};

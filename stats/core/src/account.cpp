@@ -103,17 +103,19 @@ struct live_read {
 };
 
 // Brings a breakdown summing to `sum` to sum to `target` instead: the
-// difference goes to the tag whose bytes are largest in magnitude.
-void fit_breakdown(tag_sums& by_tag, std::int64_t sum, std::int64_t target) noexcept {
+// difference goes to the tag whose bytes are largest in magnitude, or, when
+// every tag reads 0, to the lowest tag declared for the account (`used`, its
+// mask; tag 0 when none is), never to a tag the account does not have.
+void fit_breakdown(tag_sums& by_tag, std::int64_t sum, std::int64_t target, std::uint64_t used) noexcept {
   if (sum == target) return;
-  std::size_t largest = 0;
-  for (std::size_t i = 1; i < max_tags; ++i)
+  std::size_t largest = used != 0 ? static_cast<std::size_t>(std::countr_zero(used)) : 0;
+  for (std::size_t i = 0; i < max_tags; ++i)
     if (std::abs(by_tag[i]) > std::abs(by_tag[largest])) largest = i;
   by_tag[largest] += target - sum;
 }
 constexpr int live_read_attempts = 8;
 
-live_read read_live(const detail::account_slot* slots) noexcept {
+live_read read_live(const detail::account_slot* slots, std::uint64_t used) noexcept {
   live_read best;
   std::uint64_t best_width = UINT64_MAX;
   for (int attempt = 0; attempt < live_read_attempts; ++attempt) {
@@ -133,7 +135,7 @@ live_read read_live(const detail::account_slot* slots) noexcept {
     if (width < best_width) {
       best_width = width;
       const std::int64_t clamped = std::clamp(r.live, low, high);
-      fit_breakdown(r.by_tag, r.live, clamped);
+      fit_breakdown(r.by_tag, r.live, clamped, used);
       r.live = clamped;
       best = r;
     }
@@ -352,7 +354,7 @@ void account::record_peak_breakdown(std::int64_t peak) noexcept {
   // Else the tags' bytes now, fitted to the peak (a transfer between threads
   // read on one side only makes their sum differ): a row's tags add up to it.
   tag_sums sum = sum_by_tag(slow_->slots);
-  fit_breakdown(sum, total(sum), peak);
+  fit_breakdown(sum, total(sum), peak, tags_used_.load(std::memory_order_relaxed));
   std::copy(sum.begin(), sum.end(), slow_->at_peak);
   slow_->at_peak_value = peak;
 }
@@ -365,7 +367,7 @@ bool account::raise_peak_to_live() const noexcept {
       // The breakdown of the bytes live now (exact at rest, like the floor),
       // fitted to the floor as record_peak_breakdown fits it to its peak.
       tag_sums by_tag = sum_by_tag(slow_->slots);
-      fit_breakdown(by_tag, total(by_tag), floor);
+      fit_breakdown(by_tag, total(by_tag), floor, tags_used_.load(std::memory_order_relaxed));
       std::copy(by_tag.begin(), by_tag.end(), slow_->at_peak);
       slow_->at_peak_value = floor;
       return true;
@@ -382,7 +384,7 @@ std::uint64_t account::peak_bytes() const noexcept {
 
 std::int64_t account::live_bytes() const noexcept {
   std::lock_guard lock(slow_->mutex);
-  return read_live(slow_->slots).live;
+  return read_live(slow_->slots, tags_used_.load(std::memory_order_relaxed)).live;
 }
 
 account_totals account::totals() const {
@@ -398,7 +400,7 @@ account_totals account::totals() const {
       out.frees += detail::slot_load(s->frees);
     }
     raise_peak_to_live();
-    const live_read now = read_live(slow_->slots);
+    const live_read now = read_live(slow_->slots, tags_used_.load(std::memory_order_relaxed));
     by_tag = now.by_tag;
     out.live_bytes = now.live;
     out.peak_bytes = static_cast<std::uint64_t>(shared_.peak.load(std::memory_order_relaxed));
@@ -423,7 +425,7 @@ void account::reset_peak() noexcept {
   // above the true peak from the reset on, whatever the threads are doing.
   const std::int64_t live = std::max<std::int64_t>(live_lower_bound(slow_->slots), 0);
   tag_sums by_tag = sum_by_tag(slow_->slots);
-  fit_breakdown(by_tag, total(by_tag), live);
+  fit_breakdown(by_tag, total(by_tag), live, tags_used_.load(std::memory_order_relaxed));
   shared_.peak.store(live, std::memory_order_relaxed);
   std::copy(by_tag.begin(), by_tag.end(), slow_->at_peak);
   slow_->at_peak_value = live;
