@@ -165,8 +165,8 @@ std::string single_line(std::string_view text) {
   const bool cut = text.size() > max_request_bytes;
   std::size_t n = cut ? max_request_bytes - cut_mark.size() : text.size();
   // Cut between UTF-8 sequences, not inside one: a continuation byte (10xxxxxx)
-  // at n means the sequence before it goes too (at most 3 bytes back).
-  while (cut && n > 0 && (static_cast<unsigned char>(text[n]) & 0xc0) == 0x80 && max_request_bytes - n < 8) --n;
+  // at n means the sequence before it goes too (a sequence has at most 3).
+  for (int back = 0; cut && back < 3 && (static_cast<unsigned char>(text[n]) & 0xc0) == 0x80; ++back) --n;
   out.reserve(n + (cut ? cut_mark.size() : 0));
   for (std::size_t i = 0; i < n; ++i) {
     const auto c = static_cast<unsigned char>(text[i]);

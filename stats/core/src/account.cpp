@@ -353,9 +353,13 @@ void account::record_peak_breakdown(std::int64_t peak) noexcept {
   if (raise_peak_to_live()) return;
   // Else the tags' bytes now, fitted to the peak (a transfer between threads
   // read on one side only makes their sum differ): a row's tags add up to it.
-  tag_sums sum = sum_by_tag(slow_->slots);
-  fit_breakdown(sum, total(sum), peak, tags_used_.load(std::memory_order_relaxed));
-  std::copy(sum.begin(), sum.end(), slow_->at_peak);
+  take_peak_breakdown(peak);
+}
+
+void account::take_peak_breakdown(std::int64_t peak) const noexcept {
+  tag_sums by_tag = sum_by_tag(slow_->slots);
+  fit_breakdown(by_tag, total(by_tag), peak, tags_used_.load(std::memory_order_relaxed));
+  std::copy(by_tag.begin(), by_tag.end(), slow_->at_peak);
   slow_->at_peak_value = peak;
 }
 
@@ -364,12 +368,7 @@ bool account::raise_peak_to_live() const noexcept {
   std::int64_t current = shared_.peak.load(std::memory_order_relaxed);
   while (floor > current) {
     if (shared_.peak.compare_exchange_weak(current, floor, std::memory_order_seq_cst, std::memory_order_relaxed)) {
-      // The breakdown of the bytes live now (exact at rest, like the floor),
-      // fitted to the floor as record_peak_breakdown fits it to its peak.
-      tag_sums by_tag = sum_by_tag(slow_->slots);
-      fit_breakdown(by_tag, total(by_tag), floor, tags_used_.load(std::memory_order_relaxed));
-      std::copy(by_tag.begin(), by_tag.end(), slow_->at_peak);
-      slow_->at_peak_value = floor;
+      take_peak_breakdown(floor);  // the bytes live now (exact at rest, like the floor)
       return true;
     }
   }
@@ -424,11 +423,8 @@ void account::reset_peak() noexcept {
   // The live bytes of a moment during the call (live_lower_bound): never
   // above the true peak from the reset on, whatever the threads are doing.
   const std::int64_t live = std::max<std::int64_t>(live_lower_bound(slow_->slots), 0);
-  tag_sums by_tag = sum_by_tag(slow_->slots);
-  fit_breakdown(by_tag, total(by_tag), live, tags_used_.load(std::memory_order_relaxed));
   shared_.peak.store(live, std::memory_order_relaxed);
-  std::copy(by_tag.begin(), by_tag.end(), slow_->at_peak);
-  slow_->at_peak_value = live;
+  take_peak_breakdown(live);
   // Every thread's fast path checked a limit below the old peak: look again.
   for (detail::account_slot* s = slow_->slots; s; s = s->next)
     std::atomic_ref(s->limit).store(-1, std::memory_order_release);

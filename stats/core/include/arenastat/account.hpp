@@ -328,6 +328,9 @@ class account {
   // bytes at a moment during the call (exact at rest), with the breakdown of
   // the bytes live now, when that is higher. Every read of the peak does it.
   bool raise_peak_to_live() const noexcept;  // true when it raised the peak (and took its breakdown)
+  // Under the slow-path mutex: the tags' bytes now, fitted to add up to
+  // `peak`, become the breakdown of `peak`.
+  void take_peak_breakdown(std::int64_t peak) const noexcept;
 
   std::string name_;
   std::uint32_t id_;
